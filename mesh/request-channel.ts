@@ -1,0 +1,216 @@
+import { createCancel, createErrorReply, createReply, createRequest, type EnvelopeOptions, type Route } from "../src/protocol/envelope-factory.ts";
+import type { Envelope, Payload } from "../src/protocol/envelope.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+import { MessageType } from "../src/protocol/message-types.ts";
+import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
+import { isPlainMap } from "../src/protocol/envelope-check.ts";
+import type { Connection } from "./connection.ts";
+
+/** What a request handler gets besides the envelope. */
+export interface RequestContext {
+  /** Aborted when the sender cancels or the request's ttl runs out. */
+  signal: AbortSignal;
+  /** Local time (ms since epoch) by which the answer must be queued. */
+  deadline: number;
+  /** Sends a progress message to the requester. */
+  progress(payload: Payload): void;
+}
+
+/** Answers a request with a payload, or throws (HermesError keeps its code; anything else is code 7). */
+export type RequestHandler = (request: Envelope, context: RequestContext) => Payload | Promise<Payload>;
+
+/** Options of one outgoing request. */
+export interface RequestOptions extends EnvelopeOptions {
+  /** Give up after this long (default: the ttl, 60 s). The peer is sent a cancel. */
+  timeoutMs?: number;
+  /** Aborting cancels the request (a cancel goes to the peer) and rejects with code 3. */
+  signal?: AbortSignal;
+  /** Progress messages as they arrive. */
+  onProgress?: (payload: Payload, envelope: Envelope) => void;
+}
+
+interface Pending {
+  request: Envelope;
+  resolve: (response: Envelope) => void;
+  reject: (error: HermesError) => void;
+  onProgress?: RequestOptions["onProgress"];
+  timer: ReturnType<typeof setTimeout>;
+  cleanup: () => void;
+}
+
+/**
+ * Request/response, progress and cancel over one connection, in both directions: either side
+ * may send requests and serve them. Answers travel back on the connection the request came on.
+ *
+ * @example
+ * const channel = new RequestChannel(connection, "client");
+ * const reply = await channel.request({ target_agent: "echo" }, { text: "hi" }, { timeoutMs: 1000 });
+ */
+export class RequestChannel {
+  readonly connection: Connection;
+  readonly node: string;
+  /** Serves incoming requests; without one, requests are answered with code 8. */
+  handler: RequestHandler | undefined;
+  /** Incoming events. */
+  onEvent: (event: Envelope) => void = () => {};
+  #pending = new Map<string, Pending>();
+  #serving = new Map<string, AbortController>();
+
+  constructor(connection: Connection, node: string, handler?: RequestHandler) {
+    this.connection = connection;
+    this.node = node;
+    this.handler = handler;
+    connection.onEnvelope = (env, seq) => this.#dispatch(env, seq);
+    connection.closed.then(() => this.#failAll());
+  }
+
+  /** Sends a request and resolves with the response envelope; rejects with the coded error. */
+  request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
+    const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
+    const request = createRequest(this.node, route, payload, { ...options, ttl: options.ttl ?? timeoutMs });
+    const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
+    const onAbort = () => this.#giveUp(request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs }));
+    const timer = setTimeout(
+      () => this.#giveUp(request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })),
+      timeoutMs,
+    );
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    this.#pending.set(request.message_id, {
+      request,
+      resolve,
+      reject,
+      onProgress: options.onProgress,
+      timer,
+      cleanup: () => options.signal?.removeEventListener("abort", onAbort),
+    });
+    try {
+      this.connection.send(request);
+    } catch (error) {
+      this.#settlePending(request.message_id);
+      reject(HermesError.from(error, ErrorCode.UNAVAILABLE));
+    }
+    return promise;
+  }
+
+  /** Sends an event (no answer expected). */
+  emit(event: Envelope): void {
+    this.connection.send(event);
+  }
+
+  /** Requests sent and not yet answered. */
+  get pendingRequests(): number {
+    return this.#pending.size;
+  }
+
+  #giveUp(messageId: string, error: HermesError): void {
+    const pending = this.#settlePending(messageId);
+    if (!pending) return;
+    if (this.connection.isOpen) this.connection.send(createCancel(pending.request, error.message));
+    pending.reject(error);
+  }
+
+  #settlePending(messageId: string): Pending | undefined {
+    const pending = this.#pending.get(messageId);
+    if (!pending) return undefined;
+    this.#pending.delete(messageId);
+    clearTimeout(pending.timer);
+    pending.cleanup();
+    return pending;
+  }
+
+  #dispatch(env: Envelope, seq: number): void {
+    switch (env.message_type) {
+      case MessageType.REQUEST:
+        this.#serve(env, seq);
+        return;
+      case MessageType.RESPONSE:
+        this.#settlePending(env.correlation_id!)?.resolve(env);
+        break;
+      case MessageType.ERROR:
+        this.#settlePending(env.correlation_id!)?.reject(HermesError.fromWire(env));
+        break;
+      case MessageType.PROGRESS:
+        this.#pending.get(env.correlation_id!)?.onProgress?.(env.payload, env);
+        break;
+      case MessageType.CANCEL:
+        this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled")));
+        break;
+      case MessageType.EVENT:
+        this.onEvent(env);
+        break;
+    }
+    this.connection.settle(seq);
+  }
+
+  #serve(request: Envelope, seq: number): void {
+    const receivedAt = Date.now();
+    // The request counts as handled once its answer is on the wire, so a peer that stops
+    // reading answers stops getting credit for new requests: backpressure end to end.
+    const answer = (reply: Envelope) => {
+      if (this.connection.isOpen) this.connection.send(reply, seq);
+    };
+    if (arrivedExpired(request)) {
+      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })));
+      return;
+    }
+    const handler = this.handler;
+    if (!handler) {
+      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.UNROUTABLE, `${this.node} serves no requests`, {
+        target: request.target_agent ?? request.capability ?? request.topic,
+        known: [],
+      })));
+      return;
+    }
+    const controller = new AbortController();
+    const deadline = ttlDeadline(request, receivedAt);
+    this.#serving.set(request.message_id, controller);
+    let done = false;
+    const finish = (reply: Envelope) => {
+      if (done) return;
+      done = true;
+      if (reply.message_type === MessageType.RESPONSE && !isPlainMap(reply.payload)) {
+        reply = createErrorReply(request, this.node, new HermesError(ErrorCode.INTERNAL, "handler returned a payload that is not a map"));
+      }
+      clearTimeout(timer);
+      this.#serving.delete(request.message_id);
+      answer(reply);
+    };
+    const timer = setTimeout(() => {
+      const error = new HermesError(ErrorCode.TASK_TIMEOUT, `handler did not finish within the ttl of ${request.ttl} ms`, { timeout_ms: request.ttl });
+      controller.abort(error);
+      finish(createErrorReply(request, this.node, error));
+    }, Math.max(0, deadline - receivedAt));
+    controller.signal.addEventListener("abort", () => {
+      // A cancelled request still gets an answer, so the sender's bookkeeping always closes.
+      finish(createErrorReply(request, this.node, HermesError.from(controller.signal.reason, ErrorCode.TASK_TIMEOUT)));
+    }, { once: true });
+    const context: RequestContext = {
+      signal: controller.signal,
+      deadline,
+      progress: (payload) => {
+        if (!done && this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
+      },
+    };
+    try {
+      const result = handler(request, context);
+      if (result instanceof Promise) {
+        result.then(
+          (payload) => finish(createReply(MessageType.RESPONSE, request, this.node, payload)),
+          (error) => finish(createErrorReply(request, this.node, HermesError.from(error))),
+        );
+      } else {
+        finish(createReply(MessageType.RESPONSE, request, this.node, result));
+      }
+    } catch (error) {
+      finish(createErrorReply(request, this.node, HermesError.from(error)));
+    }
+  }
+
+  #failAll(): void {
+    for (const id of [...this.#pending.keys()]) {
+      this.#settlePending(id)?.reject(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
+    }
+    for (const controller of this.#serving.values()) controller.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
+  }
+}

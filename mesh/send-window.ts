@@ -1,0 +1,82 @@
+import type { Envelope } from "../src/protocol/envelope.ts";
+
+/**
+ * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
+ * acknowledged, in seq order, plus a backlog of envelopes waiting for credit. Never more than
+ * `window` envelopes are unacknowledged.
+ */
+export class SendWindow {
+  window: number;
+  #unacked: Envelope[] = [];
+  #head = 0;
+  /** Seq of #unacked[#head]. */
+  #firstSeq = 1;
+  #nextSeq = 1;
+  #backlog: Envelope[] = [];
+  #backlogHead = 0;
+
+  constructor(window: number) {
+    this.window = window;
+  }
+
+  /** Envelopes sent and not yet acknowledged. */
+  get inFlight(): number {
+    return this.#unacked.length - this.#head;
+  }
+
+  /** Envelopes waiting for credit. */
+  get backlogged(): number {
+    return this.#backlog.length - this.#backlogHead;
+  }
+
+  /** True when one more envelope may go on the wire now. */
+  get hasCredit(): boolean {
+    return this.inFlight < this.window;
+  }
+
+  /** Records an envelope as sent and returns its seq. */
+  assign(env: Envelope): number {
+    const seq = this.#nextSeq++;
+    this.#unacked.push(env);
+    return seq;
+  }
+
+  /** Parks an envelope until credit frees up. */
+  defer(env: Envelope): void {
+    this.#backlog.push(env);
+  }
+
+  /** Next parked envelope when there is credit for it, else undefined. */
+  takeDeferred(): Envelope | undefined {
+    if (this.#backlogHead >= this.#backlog.length || !this.hasCredit) return undefined;
+    const env = this.#backlog[this.#backlogHead]!;
+    this.#backlog[this.#backlogHead++] = undefined as unknown as Envelope;
+    if (this.#backlogHead === this.#backlog.length) {
+      this.#backlog = [];
+      this.#backlogHead = 0;
+    }
+    return env;
+  }
+
+  /** Applies a cumulative ack; returns how many envelopes it released. Acks for unsent seqs are ignored. */
+  ack(seq: number): number {
+    const upTo = Math.min(seq, this.#nextSeq - 1);
+    const count = upTo - this.#firstSeq + 1;
+    if (count <= 0) return 0;
+    this.#head += count;
+    this.#firstSeq += count;
+    if (this.#head === this.#unacked.length) {
+      this.#unacked = [];
+      this.#head = 0;
+    } else if (this.#head > 4096 && this.#head * 2 > this.#unacked.length) {
+      this.#unacked = this.#unacked.slice(this.#head);
+      this.#head = 0;
+    }
+    return count;
+  }
+
+  /** Everything not acknowledged: sent first, then the backlog; for redelivery on another connection. */
+  pending(): Envelope[] {
+    return [...this.#unacked.slice(this.#head), ...this.#backlog.slice(this.#backlogHead)];
+  }
+}

@@ -1,0 +1,62 @@
+import { Packr, Unpackr } from "msgpackr";
+import { CodecName } from "./control-frames.ts";
+
+/**
+ * Encodes frame bodies for one direction of one connection. Stateful codecs (records) keep
+ * their structure tables per connection and direction, so each side builds its own pair.
+ */
+export interface FrameCodec {
+  readonly name: CodecName;
+  /** Encodes a map. The result is only valid until the next call (it may share a buffer). */
+  encode(value: unknown): Uint8Array;
+  /** Decodes one whole frame body. Throws on malformed bytes. */
+  decode(bytes: Uint8Array): unknown;
+}
+
+/**
+ * Plain MessagePack maps: what every implementation speaks. `copyBuffers` because the bytes a
+ * socket hands over are reused after the callback returns.
+ */
+export function createPlainCodec(): FrameCodec {
+  const packr = new Packr({ useRecords: false, variableMapSize: true });
+  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true });
+  return {
+    name: CodecName.MSGPACK,
+    encode: (value) => packr.pack(value),
+    decode: (bytes) => unpackr.unpack(bytes),
+  };
+}
+
+/**
+ * msgpackr records in sequential mode: each new map shape is defined inline once, then sent
+ * as a small record id. Both ends must see every frame in order, which a byte stream gives.
+ * Only negotiated when both sides offer it (PROTOCOL.md section 2).
+ */
+export function createRecordsCodec(): FrameCodec {
+  const packr = new Packr({ sequential: true });
+  const unpackr = new Unpackr({ sequential: true, copyBuffers: true });
+  return {
+    name: CodecName.MSGPACKR_RECORDS,
+    encode: (value) => packr.pack(value),
+    decode: (bytes) => unpackr.unpack(bytes),
+  };
+}
+
+/** Builds a fresh codec by name; plain msgpack for anything unknown. */
+export function createCodec(name: string): FrameCodec {
+  return name === CodecName.MSGPACKR_RECORDS ? createRecordsCodec() : createPlainCodec();
+}
+
+/** Codecs this implementation offers, fastest first (measured: bench/codec.bench.ts). */
+export const SUPPORTED_CODECS: readonly CodecName[] = [CodecName.MSGPACKR_RECORDS, CodecName.MSGPACK];
+
+/**
+ * The codec both sides use after hello: the first codec in the accepting side's list that the
+ * connecting side also offers. Both ends compute the same answer from the two hellos.
+ */
+export function negotiateCodec(acceptorCodecs: readonly string[], connectorCodecs: readonly string[]): CodecName {
+  for (const name of acceptorCodecs) {
+    if (connectorCodecs.includes(name) && (SUPPORTED_CODECS as readonly string[]).includes(name)) return name as CodecName;
+  }
+  return CodecName.MSGPACK;
+}

@@ -1,0 +1,115 @@
+import { ErrorCode } from "./error-codes.ts";
+import { HermesError } from "./hermes-error.ts";
+
+/** Default maximum frame body: 16 MiB (PROTOCOL.md section 1). */
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Splits a byte stream into frame bodies (`u32be length` + `length` bytes). Keeps a partial
+ * tail between chunks and only joins the pieces of a frame once all of its bytes have arrived,
+ * so a peer that claims 4 GiB and sends nothing costs nothing. Frame bodies handed to
+ * `onFrame` may be views of the caller's chunk: use them before `push` returns.
+ *
+ * Throws HermesError code 6 for a frame over the limit and code 2 for a zero length: after
+ * either the stream cannot be trusted and the connection should close.
+ */
+export class FrameDecoder {
+  readonly maxFrameBytes: number;
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+  /** Length of the frame being assembled, or -1 while its header is incomplete. */
+  #need = -1;
+
+  constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Bytes held for an incomplete frame. */
+  get bufferedBytes(): number {
+    return this.#pendingBytes;
+  }
+
+  /** Feeds a chunk; calls `onFrame` for every complete frame body in it, in order. */
+  push(chunk: Uint8Array, onFrame: (body: Uint8Array) => void): void {
+    let offset = 0;
+    if (this.#pendingBytes > 0) {
+      offset = this.#completeTail(chunk, onFrame);
+      if (offset < 0) return;
+    }
+    const end = chunk.length;
+    while (end - offset >= 4) {
+      const length = this.#checkLength(
+        ((chunk[offset]! << 24) >>> 0) + (chunk[offset + 1]! << 16) + (chunk[offset + 2]! << 8) + chunk[offset + 3]!,
+      );
+      if (end - offset - 4 < length) break;
+      onFrame(chunk.subarray(offset + 4, offset + 4 + length));
+      offset += 4 + length;
+    }
+    if (offset < end) this.#keep(chunk.slice(offset));
+  }
+
+  /** Drops any partial frame (used when a connection closes). */
+  reset(): void {
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#need = -1;
+  }
+
+  /** Tries to finish the pending frame with bytes from `chunk`; returns the offset reached, or -1 if still incomplete. */
+  #completeTail(chunk: Uint8Array, onFrame: (body: Uint8Array) => void): number {
+    let offset = 0;
+    if (this.#need < 0) {
+      const missingHeader = 4 - this.#pendingBytes;
+      if (chunk.length < missingHeader) {
+        this.#keep(chunk.slice());
+        return -1;
+      }
+      const header = new Uint8Array(4);
+      let i = 0;
+      for (const piece of this.#pending) for (const b of piece) header[i++] = b;
+      header.set(chunk.subarray(0, missingHeader), i);
+      const length = this.#checkLength(((header[0]! << 24) >>> 0) + (header[1]! << 16) + (header[2]! << 8) + header[3]!);
+      this.reset();
+      this.#need = length;
+      offset = missingHeader;
+    }
+    const missing = this.#need - this.#pendingBytes;
+    if (chunk.length - offset < missing) {
+      this.#pending.push(chunk.slice(offset));
+      this.#pendingBytes += chunk.length - offset;
+      return -1;
+    }
+    const body = new Uint8Array(this.#need);
+    let at = 0;
+    for (const piece of this.#pending) {
+      body.set(piece, at);
+      at += piece.length;
+    }
+    body.set(chunk.subarray(offset, offset + missing), at);
+    this.reset();
+    onFrame(body);
+    return offset + missing;
+  }
+
+  #keep(bytes: Uint8Array): void {
+    this.#pending.push(bytes);
+    this.#pendingBytes += bytes.length;
+  }
+
+  #checkLength(length: number): number {
+    if (length === 0) {
+      throw new HermesError(ErrorCode.INVALID_REQUEST, "frame length 0 is invalid", {
+        reason: "zero-length frame",
+        expected: "u32be length >= 1 followed by a MessagePack map",
+      });
+    }
+    if (length > this.maxFrameBytes) {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `frame of ${length} bytes exceeds the ${this.maxFrameBytes}-byte limit`, {
+        resource: "frame_bytes",
+        used: length,
+        limit: this.maxFrameBytes,
+      });
+    }
+    return length;
+  }
+}

@@ -1,0 +1,67 @@
+import { ErrorCode, errorName, isErrorCode, type ErrorName } from "./error-codes.ts";
+
+/** Actionable fields an error payload may carry (PROTOCOL.md section 6), plus anything else useful. */
+export type ErrorFields = Record<string, unknown>;
+
+/** The payload of an `error` envelope. */
+export interface ErrorPayload extends ErrorFields {
+  error_code: ErrorCode;
+  error_name: ErrorName;
+  detail: string;
+}
+
+/**
+ * The one error class of hermes-mesh. `code` is always one of the protocol's twelve codes;
+ * `fields` carries the actionable detail (`reason`, `known`, `retry_after_ms`, ...).
+ *
+ * @example
+ * throw new HermesError(ErrorCode.UNROUTABLE, "no actor named 'ocr'", { target: "ocr", known: ["echo"] });
+ */
+export class HermesError extends Error {
+  readonly code: ErrorCode;
+  readonly fields: ErrorFields;
+
+  constructor(code: ErrorCode, detail: string, fields: ErrorFields = {}, options?: { cause?: unknown }) {
+    super(detail, options);
+    this.name = "HermesError";
+    this.code = code;
+    this.fields = fields;
+  }
+
+  /** The protocol name of the code, e.g. "TTL_EXPIRED". */
+  get codeName(): ErrorName {
+    return errorName(this.code);
+  }
+
+  /** The error as an `error` envelope payload. Never includes a stack: it may go to foreign peers. */
+  toPayload(): ErrorPayload {
+    return { ...this.fields, error_code: this.code, error_name: errorName(this.code), detail: this.message };
+  }
+
+  /**
+   * Rebuilds an error from an error payload or from a whole error envelope. Anything that is
+   * not a recognisable error payload becomes code 1 (UNKNOWN) rather than throwing.
+   *
+   * @example
+   * const err = HermesError.fromWire(envelope); // envelope.payload.error_code === 9
+   * err.code === ErrorCode.TTL_EXPIRED;
+   */
+  static fromWire(wire: unknown): HermesError {
+    const payload = isRecord(wire) && isRecord(wire.payload) ? wire.payload : wire;
+    if (!isRecord(payload)) return new HermesError(ErrorCode.UNKNOWN, "malformed error payload");
+    const { error_code, error_name: _name, detail, ...fields } = payload;
+    const code = isErrorCode(error_code) ? error_code : ErrorCode.UNKNOWN;
+    return new HermesError(code, typeof detail === "string" ? detail : errorName(code), fields);
+  }
+
+  /** Wraps anything thrown into a HermesError, keeping HermesErrors as they are. */
+  static from(error: unknown, code: ErrorCode = ErrorCode.INTERNAL): HermesError {
+    if (error instanceof HermesError) return error;
+    const detail = error instanceof Error ? error.message : String(error);
+    return new HermesError(code, detail, {}, { cause: error });
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,4 @@
+import pkg from "../package.json" with { type: "json" };
+
+/** The hermes-mesh package version. */
+export const VERSION: string = pkg.version;
