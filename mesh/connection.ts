@@ -96,6 +96,7 @@ export class Connection {
   #pingOutstanding = false;
   #lastPingSent = 0;
   #ackWaiters: Array<() => void> = [];
+  #stats = { pingsSent: 0, pongsReceived: 0, badFrames: 0 };
   /** Received seqs to settle once a parked answer goes on the wire (end-to-end backpressure). */
   #settleOnTransmit = new Map<Envelope, number>();
   #badFrames = 0;
@@ -165,6 +166,16 @@ export class Connection {
   /** Envelopes waiting for the peer's credit. */
   get backlogged(): number {
     return this.#window.backlogged;
+  }
+
+  /** Counters for health views and metrics. */
+  get stats(): Readonly<{ pingsSent: number; pongsReceived: number; badFrames: number }> {
+    return this.#stats;
+  }
+
+  /** Why the connection closed, when it closed on an error. */
+  get closeError(): HermesError | undefined {
+    return this.#closeError;
   }
 
   /** Resolves when the connection has closed. */
@@ -334,6 +345,7 @@ export class Connection {
         return;
       case ControlType.PONG:
         this.#pingOutstanding = false;
+        this.#stats.pongsReceived++;
         return;
       case ControlType.HELLO:
         this.#badFrame(invalid("hello sent twice", "one hello per direction, first"), false);
@@ -460,6 +472,7 @@ export class Connection {
 
   #badFrame(error: HermesError, fatal: boolean, value?: unknown): void {
     this.#badFrames++;
+    this.#stats.badFrames++;
     if (fatal || this.#badFrames > this.options.maxBadFrames) {
       this.#failAndClose(error);
       return;
@@ -508,6 +521,7 @@ export class Connection {
     }
     this.#pingOutstanding = true;
     this.#lastPingSent = now;
+    this.#stats.pingsSent++;
     this.#writeControl({ message_type: ControlType.PING, nonce: ++this.#pingNonce });
   }
 

@@ -17,7 +17,10 @@ export class FrameDecoder {
   readonly maxFrameBytes: number;
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
-  /** Length of the frame being assembled, or -1 while its header is incomplete. */
+  /**
+   * Length of the frame being assembled, or -1 while its header is incomplete. While -1,
+   * #pending holds fewer than 4 header bytes; otherwise it holds body bytes only.
+   */
   #need = -1;
 
   constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
@@ -41,7 +44,12 @@ export class FrameDecoder {
       const length = this.#checkLength(
         ((chunk[offset]! << 24) >>> 0) + (chunk[offset + 1]! << 16) + (chunk[offset + 2]! << 8) + chunk[offset + 3]!,
       );
-      if (end - offset - 4 < length) break;
+      if (end - offset - 4 < length) {
+        // Header complete, body not: remember the length, keep only body bytes.
+        this.#need = length;
+        this.#keep(chunk.slice(offset + 4));
+        return;
+      }
       onFrame(chunk.subarray(offset + 4, offset + 4 + length));
       offset += 4 + length;
     }

@@ -1,0 +1,82 @@
+/** Connection behaviour that needs a controlled peer: credit window, acks, ping/pong, status. */
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Connection, ConnectionStatus } from "../../mesh/connection.ts";
+import { AckTracker } from "../../mesh/ack-tracker.ts";
+import { dial, listen } from "../../mesh/transport.ts";
+import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import { tempDir, waitFor } from "../helpers.ts";
+
+async function pair(serverOptions: Record<string, unknown> = {}, clientOptions: Record<string, unknown> = {}) {
+  const dir = tempDir();
+  const path = join(dir.path, "p.sock");
+  let server: Connection | undefined;
+  const listener = await listen({ path }, { node: "server", ...serverOptions, onConnection: (c) => (server = c) });
+  const client = await dial({ path }, { node: "client", ...clientOptions });
+  await waitFor(() => server !== undefined, "server side of the connection");
+  return {
+    client,
+    server: server!,
+    async [Symbol.asyncDispose]() {
+      await client.close();
+      await listener.close();
+      dir[Symbol.dispose]();
+    },
+  };
+}
+
+describe("credit window", () => {
+  test("a sender never has more unacknowledged envelopes than the peer's window", async () => {
+    await using p = await pair({ window: 8 });
+    const received: number[] = [];
+    p.server.onEnvelope = (env, seq) => received.push(seq); // handled later, not now
+    for (let i = 0; i < 100; i++) p.client.send(createEvent("client", { target_agent: "server" }, { i }));
+    await waitFor(() => received.length === 8, "the first window of envelopes");
+    expect(p.client.inFlight).toBe(8);
+    expect(p.client.backlogged).toBe(92);
+    expect(received.length).toBe(8);
+
+    // Handling releases credit; everything arrives in order, once.
+    p.server.onEnvelope = (env, seq) => {
+      received.push(seq);
+      p.server.settle(seq);
+    };
+    for (const seq of received.slice()) p.server.settle(seq);
+    await waitFor(() => received.length === 100, "all 100 envelopes");
+    expect(received).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(await p.client.whenAcknowledged(2000)).toBe(true);
+  });
+
+  test("out-of-order handling acks only the contiguous prefix", () => {
+    const tracker = new AckTracker();
+    expect(tracker.settle(3)).toBe(false);
+    expect(tracker.settle(2)).toBe(false);
+    expect(tracker.takeAck()).toBe(0); // seq 1 is not handled yet: nothing may be acked
+    expect(tracker.settle(1)).toBe(true);
+    expect(tracker.takeAck()).toBe(3);
+    expect(tracker.takeAck()).toBe(0);
+    expect(tracker.settle(2)).toBe(false); // already covered
+  });
+
+  test("unacknowledged envelopes are kept for redelivery, oldest first", async () => {
+    await using p = await pair({ window: 2 });
+    let received = 0;
+    p.server.onEnvelope = () => received++;
+    for (let i = 0; i < 5; i++) p.client.send(createEvent("client", { target_agent: "server" }, { i }));
+    await waitFor(() => received === 2, "the first window");
+    expect(p.client.unacknowledged().map((e) => e.payload.i)).toEqual([0, 1, 2, 3, 4]);
+  });
+});
+
+describe("liveness", () => {
+  test("an idle connection pings; a peer that stops answering is reported unhealthy", async () => {
+    await using p = await pair({}, { pingIntervalMs: 20 });
+    const statuses: ConnectionStatus["type"][] = [];
+    p.client.onStatus = (s) => statuses.push(s.type);
+    await waitFor(() => p.client.stats.pongsReceived >= 3, "three pongs");
+    expect(statuses).not.toContain("unhealthy");
+    // Freeze the server's process-side reading by pausing its socket handler: stop pongs.
+    (p.server as unknown as { handleData: (c: Uint8Array) => void }).handleData = () => {};
+    await waitFor(() => statuses.includes("unhealthy"), "the unhealthy status", 3000);
+  });
+});
