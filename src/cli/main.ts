@@ -7,6 +7,7 @@ const HELP = `hermes-mesh ${VERSION}: a Bun-native actor runtime for multi-agent
 Usage: hermes-mesh <command> [options]
 
 Commands:
+  demo [--seconds N]    start an echo peer process and talk to it over a Unix socket
   bench [scenario...]   run benchmarks (see docs/benchmarks.md)
   help                  show this help
   version               print the version
@@ -32,6 +33,11 @@ export async function main(argv: string[]): Promise<number> {
   if (values.help || command === undefined || command === "help") {
     console.log(HELP);
     return 0;
+  }
+  if (command === "demo") {
+    const { runDemo } = await import("./demo.ts");
+    const seconds = Number(argv[argv.indexOf("--seconds") + 1]);
+    return runDemo(argv.includes("--seconds") && seconds > 0 ? seconds : 2);
   }
   if (command === "bench") {
     const { runBenchCommand } = await import("../../bench/cli.ts");
