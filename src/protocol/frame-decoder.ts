@@ -27,15 +27,16 @@ export class FrameDecoder {
     this.maxFrameBytes = maxFrameBytes;
   }
 
-  /** Bytes held for an incomplete frame. */
+  /** Bytes held for an incomplete frame, its header included: above 0 from a frame's first byte to its last. */
   get bufferedBytes(): number {
-    return this.#pendingBytes;
+    return this.#need >= 0 ? this.#pendingBytes + 4 : this.#pendingBytes;
   }
 
   /** Feeds a chunk; calls `onFrame` for every complete frame body in it, in order. */
   push(chunk: Uint8Array, onFrame: (body: Uint8Array) => void): void {
     let offset = 0;
-    if (this.#pendingBytes > 0) {
+    // A frame is in progress when header bytes are held or a header was read (its body may have no bytes yet).
+    if (this.#pendingBytes > 0 || this.#need >= 0) {
       offset = this.#completeTail(chunk, onFrame);
       if (offset < 0) return;
     }
