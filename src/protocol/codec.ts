@@ -15,16 +15,37 @@ export interface FrameCodec {
 
 /**
  * Plain MessagePack maps: what every implementation speaks. `copyBuffers` because the bytes a
- * socket hands over are reused after the callback returns.
+ * socket hands over are reused after the callback returns. `int64AsType: "auto"` because other
+ * encoders send every integer past 32 bits (any ms timestamp) as int64/uint64, which msgpackr
+ * would otherwise decode as a BigInt that no envelope check accepts.
  */
 export function createPlainCodec(): FrameCodec {
   const packr = new Packr({ useRecords: false, variableMapSize: true });
-  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true });
+  // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
+  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
-    encode: (value) => packr.pack(value),
+    encode: (value) => packr.pack(wideIntegersAsInt64(value)),
     decode: (bytes) => unpackr.unpack(bytes),
   };
+}
+
+/**
+ * msgpackr writes an integer beyond 32 bits as a float64, which typed peers (Python, Go) read as
+ * a float where the protocol says int. The frame's top-level integers (`timestamp` above all) go
+ * out as BigInt instead, which msgpackr writes as int64. Payload contents are left as they are.
+ */
+function wideIntegersAsInt64(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === "number" && (v > 0xffffffff || v < -0x80000000) && Number.isSafeInteger(v)) {
+      copy ??= { ...value };
+      copy[key] = BigInt(v);
+    }
+  }
+  return copy ?? value;
 }
 
 /**

@@ -28,12 +28,13 @@ export function isValidEnvelope(v: any): v is Envelope {
   if (corr !== undefined && typeof corr !== "string") return false;
   if (corr === undefined && type !== "request" && type !== "event") return false;
   if (v.context_id !== undefined && typeof v.context_id !== "string") return false;
+  // Safe integers only, as zod's `.int()`: 2^53 and beyond cannot be told apart from their neighbours.
   const p = v.priority;
-  if (p !== undefined && !(Number.isInteger(p) && p >= 0 && p <= 9)) return false;
-  if (!(Number.isInteger(v.timestamp) && v.timestamp >= 0)) return false;
-  if (!Number.isInteger(v.ttl)) return false;
-  if (v.attempt !== undefined && !(Number.isInteger(v.attempt) && v.attempt >= 1)) return false;
-  if (v.seq !== undefined && !(Number.isInteger(v.seq) && v.seq >= 1)) return false;
+  if (p !== undefined && !(Number.isSafeInteger(p) && p >= 0 && p <= 9)) return false;
+  if (!(Number.isSafeInteger(v.timestamp) && v.timestamp >= 0)) return false;
+  if (!Number.isSafeInteger(v.ttl)) return false;
+  if (v.attempt !== undefined && !(Number.isSafeInteger(v.attempt) && v.attempt >= 1)) return false;
+  if (v.seq !== undefined && !(Number.isSafeInteger(v.seq) && v.seq >= 1)) return false;
   if (v.headers !== undefined && !isStringMap(v.headers)) return false;
   return isPlainMap(v.payload);
 }

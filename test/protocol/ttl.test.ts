@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import type { Envelope } from "../../src/protocol/envelope.ts";
+import { arrivedExpired, forwardEnvelope, remainingTtl, ttlDeadline } from "../../src/protocol/ttl.ts";
+
+const envelope = (ttl: number): Envelope => ({
+  message_id: "01JGFJJZ000000000000000001",
+  message_type: "request",
+  trace_id: "trace-1",
+  source_agent: "cli",
+  target_agent: "echo",
+  reply_to: "cli",
+  timestamp: 1_735_689_600_000,
+  ttl,
+  seq: 4,
+  payload: { text: "hi" },
+});
+
+describe("forwardEnvelope", () => {
+  test("subtracts the time held", () => {
+    expect(forwardEnvelope(envelope(5000), 1000, 1003)!.ttl).toBe(4997);
+  });
+
+  test("subtracts at least 1 ms per hop, even with no time held or a clock that went back", () => {
+    expect(forwardEnvelope(envelope(5000), 1000, 1000)!.ttl).toBe(4999);
+    expect(forwardEnvelope(envelope(5000), 1000, 900)!.ttl).toBe(4999);
+  });
+
+  test("keeps trace_id and every other field, drops seq, and leaves the original alone", () => {
+    const original = envelope(5000);
+    const next = forwardEnvelope(original, 1000, 1010)!;
+    expect(next.trace_id).toBe("trace-1");
+    expect("seq" in next).toBe(false);
+    const { seq: _seq, ttl: _ttl, ...rest } = original;
+    expect(next).toEqual({ ...rest, ttl: 4990 });
+    expect(original.seq).toBe(4);
+    expect(original.ttl).toBe(5000);
+  });
+
+  test("returns null when nothing is left", () => {
+    expect(forwardEnvelope(envelope(1), 1000, 1000)).toBeNull();
+    expect(forwardEnvelope(envelope(5), 1000, 1005)).toBeNull();
+    expect(forwardEnvelope(envelope(0), 1000, 1000)).toBeNull();
+    expect(forwardEnvelope(envelope(-3), 1000, 1000)).toBeNull();
+    expect(forwardEnvelope(envelope(6), 1000, 1005)!.ttl).toBe(1);
+  });
+
+  test("a routing loop always runs out", () => {
+    let env: Envelope | null = envelope(50);
+    let hops = 0;
+    while (env) {
+      env = forwardEnvelope(env, 0, 0);
+      hops++;
+    }
+    expect(hops).toBe(50);
+  });
+});
+
+describe("ttl helpers", () => {
+  test("arrivedExpired is true at 0 and below", () => {
+    expect(arrivedExpired({ ttl: 0 })).toBe(true);
+    expect(arrivedExpired({ ttl: -1 })).toBe(true);
+    expect(arrivedExpired({ ttl: 1 })).toBe(false);
+  });
+
+  test("remainingTtl counts only time since arrival, never negative elapsed time", () => {
+    expect(remainingTtl({ ttl: 100 }, 1000, 1030)).toBe(70);
+    expect(remainingTtl({ ttl: 100 }, 1000, 1200)).toBe(-100);
+    expect(remainingTtl({ ttl: 100 }, 1000, 900)).toBe(100);
+  });
+
+  test("ttlDeadline is arrival plus ttl", () => {
+    expect(ttlDeadline({ ttl: 250 }, 10_000)).toBe(10_250);
+  });
+});
