@@ -1,5 +1,113 @@
-/** `hermes-mesh bench`: placeholder until the harness lands (being written now). */
-export async function runBenchCommand(_argv: string[]): Promise<number> {
-  console.error("hermes-mesh bench: not available yet");
-  return 2;
+/**
+ * `hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]`: runs the
+ * transport benchmarks and prints every figure next to the baseline measured in the same run.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import { codecScenario } from "./codec.bench.ts";
+import { availablePlacements, pinSelf } from "./lib/placement.ts";
+import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
+import type { Scenario, ScenarioResult } from "./lib/scenario.ts";
+import { pingpongScenario } from "./pingpong.bench.ts";
+import { streamScenario } from "./stream.bench.ts";
+
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario];
+
+/** Measured seconds and rounds per scenario: [full, quick]. */
+const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
+  codec: { seconds: [6, 1.5], rounds: [5, 3] },
+  pingpong: { seconds: [12, 3], rounds: [10, 4] },
+  stream: { seconds: [12, 3], rounds: [5, 3] },
+};
+
+const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]
+
+Scenarios (default: all):
+${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
+
+Options:
+  --quick          short warm-ups and runs (well under a minute for all three)
+  --json <file>    also write every figure, per-round data and the machine details as JSON
+  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12; quick: 1.5, 3, 3)
+  -h, --help       show this help
+
+Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1.`;
+
+/**
+ * Runs the bench command and returns the exit code: 0 when every scenario ran, 1 when one
+ * failed, 2 for a usage error.
+ *
+ * @example
+ * process.exit(await runBenchCommand(["pingpong", "--quick"]));
+ */
+export async function runBenchCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { quick: { type: "boolean" }, json: { type: "string" }, duration: { type: "string" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    console.error(`hermes-mesh bench: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const unknown = positionals.filter((name) => !SCENARIOS.some((s) => s.name === name));
+  const duration = values.duration === undefined ? undefined : Number(values.duration);
+  if (unknown.length > 0 || (duration !== undefined && !(duration > 0))) {
+    const problem = unknown.length > 0 ? `unknown scenario '${unknown.join("', '")}'` : `--duration must be a positive number of seconds`;
+    console.error(`hermes-mesh bench: ${problem}\n\n${USAGE}`);
+    return 2;
+  }
+  const chosen = positionals.length > 0 ? SCENARIOS.filter((s) => positionals.includes(s.name)) : SCENARIOS;
+  const quick = values.quick === true;
+  const machine = machineInfo();
+  console.log(formatMachine(machine));
+  const placementNote = availablePlacements().note;
+  if (placementNote) console.log(`note: ${placementNote}`);
+
+  const results: Record<string, ScenarioResult> = {};
+  const failures: string[] = [];
+  const restoreAffinity = pinSelf(0); // the harness side of every measurement runs on cpu 0
+  try {
+    for (const scenario of chosen) {
+      const d = DEFAULTS[scenario.name]!;
+      const seconds = duration ?? d.seconds[quick ? 1 : 0];
+      try {
+        results[scenario.name] = await scenario.run({ durationMs: seconds * 1000, rounds: d.rounds[quick ? 1 : 0], quick });
+      } catch (error) {
+        failures.push(`${scenario.name}: ${(error as Error).stack ?? error}`);
+      }
+    }
+  } finally {
+    restoreAffinity();
+  }
+
+  const figures: Figure[] = Object.values(results).flatMap((r) => r.figures);
+  console.log(`\nhermes-mesh bench ${argv.join(" ")}`.trimEnd());
+  console.log(formatTable(figures));
+  for (const note of Object.values(results).flatMap((r) => r.notes)) console.log(`note: ${note}`);
+  for (const failure of failures) console.error(`FAILED ${failure}`);
+  console.log(formatMachine(machine));
+  if (values.json) {
+    const report = {
+      command: ["hermes-mesh", "bench", ...argv].join(" "),
+      machine,
+      quick,
+      figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
+      scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, rounds: r.rounds }])),
+      failures,
+    };
+    mkdirSync(dirname(values.json), { recursive: true });
+    writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`wrote ${values.json}`);
+  }
+  return failures.length > 0 ? 1 : 0;
 }

@@ -1,0 +1,74 @@
+/**
+ * Stream contender, hermes: event envelopes with a 128-byte payload sent with
+ * `Connection.send` to a sink in a child process (bench/fixtures/hermes-sink-fixture.ts)
+ * that settles each one. The peer's window bounds what is unacknowledged; the rest waits in
+ * the connection's own backlog. A burst ends when `whenAcknowledged()` says every envelope
+ * was acknowledged.
+ */
+import { join } from "node:path";
+import { createCodec } from "../../src/protocol/codec.ts";
+import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import { dial } from "../../mesh/transport.ts";
+import { spawnFixture } from "../lib/child.ts";
+import { PAYLOAD_128 } from "../lib/payload.ts";
+import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
+
+const FIXTURE = join(import.meta.dir, "../fixtures/hermes-sink-fixture.ts");
+const ROUTE = { target_agent: "sink" };
+
+/** The hermes stream with the receiver granting `window` credits. */
+export function hermesStream(window: number): StreamPeer {
+  return {
+    name: `hermes window ${window}`,
+    async open({ dir, placement }: PeerEnv): Promise<StreamSession> {
+      const path = join(dir, `hermes-sink-w${window}-cpu${placement.childCpu ?? "any"}.sock`);
+      const fixture = await spawnFixture(FIXTURE, [path, String(window)], placement);
+      try {
+        const connection = await dial({ path }, { node: "bench-sender" });
+        // Keep the backlog between these marks: deep enough that credit never waits for us.
+        const highWater = Math.max(4 * window, 16_384);
+        const lowWater = highWater >> 1;
+        return {
+          frameBytes: steadyFrameBytes(connection.codec),
+          async send(n) {
+            let sent = 0;
+            while (sent < n) {
+              const batch = Math.min(highWater - connection.backlogged, n - sent);
+              for (let i = 0; i < batch; i++) connection.send(createEvent("bench-sender", ROUTE, PAYLOAD_128));
+              sent += batch;
+              // No "credit freed" event on Connection: look again after the acks of a millisecond.
+              while (sent < n && connection.backlogged > lowWater) {
+                if (!connection.isOpen) throw new Error("hermes stream: connection closed mid-burst");
+                await Bun.sleep(1);
+              }
+            }
+            if (!(await connection.whenAcknowledged(60_000))) {
+              throw new Error(`hermes stream: ${connection.inFlight + connection.backlogged} envelopes unacknowledged after 60 s`);
+            }
+          },
+          async received() {
+            return Number(await fixture.ask("count"));
+          },
+          async [Symbol.asyncDispose]() {
+            try {
+              await connection.close();
+            } finally {
+              await fixture[Symbol.asyncDispose]();
+            }
+          },
+        };
+      } catch (error) {
+        await fixture[Symbol.asyncDispose]();
+        throw error;
+      }
+    },
+  };
+}
+
+/** Wire bytes of one envelope once the codec's state is warm (records define a shape once). */
+function steadyFrameBytes(codecName: string): number {
+  const codec = createCodec(codecName);
+  const sample = () => ({ ...createEvent("bench-sender", ROUTE, PAYLOAD_128), seq: 100_000 });
+  codec.encode(sample());
+  return 4 + codec.encode(sample()).length;
+}

@@ -1,0 +1,45 @@
+/**
+ * The shared shapes of the contenders: every scenario drives its contenders only through
+ * these, so adding a peer (Bun IPC, NATS, ...) is one more adapter file.
+ */
+import type { Placement } from "../lib/placement.ts";
+
+/** Where a contender may put its socket files, and where its peer process runs. */
+export interface PeerEnv {
+  /** A private temporary directory, removed by the scenario. */
+  dir: string;
+  placement: Placement;
+}
+
+/** A codec contender: fresh encoders and decoders (stateful codecs get their own state each). */
+export interface CodecContender {
+  readonly name: string;
+  encoder(): (value: unknown) => Uint8Array;
+  decoder(): (bytes: Uint8Array) => unknown;
+}
+
+/** A ping-pong contender: a peer process plus the client side in this process. */
+export interface RoundTripPeer {
+  readonly name: string;
+  open(env: PeerEnv): Promise<RoundTripSession>;
+}
+
+export interface RoundTripSession extends AsyncDisposable {
+  /** One request and its whole answer (128 bytes of payload each way). */
+  roundTrip(): Promise<void>;
+}
+
+/** A one-way stream contender: the sender in this process, the receiver in a peer process. */
+export interface StreamPeer {
+  readonly name: string;
+  open(env: PeerEnv): Promise<StreamSession>;
+}
+
+export interface StreamSession extends AsyncDisposable {
+  /** Bytes one message occupies on the wire (frame header included). */
+  readonly frameBytes: number;
+  /** Sends `n` messages; resolves once the receiver has acknowledged every one. */
+  send(n: number): Promise<void>;
+  /** Messages the receiver has counted since the session opened (asked of the peer process). */
+  received(): Promise<number>;
+}

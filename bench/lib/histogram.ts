@@ -1,0 +1,63 @@
+/**
+ * Latency histograms: values are recorded in nanoseconds into an HdrHistogram (3 significant
+ * digits, so every percentile is within 0.1% of the true sample) and reported in microseconds.
+ */
+import * as hdr from "hdr-histogram-js";
+
+/** Percentiles of a latency distribution, in microseconds. */
+export interface LatencySummary {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  mean: number;
+}
+
+/** The percentiles the harness reports, as [summary key, percentile]. */
+export const PERCENTILES = [["p50", 50], ["p90", 90], ["p99", 99], ["p999", 99.9]] as const;
+
+/** Slowest value tracked: one minute, in ns. Larger samples are clamped and still counted. */
+const HIGHEST_NS = 60_000_000_000;
+
+/**
+ * A latency recorder.
+ *
+ * @example
+ * const h = new LatencyHistogram();
+ * const t = Bun.nanoseconds(); await roundTrip(); h.record(Bun.nanoseconds() - t);
+ * h.summary().p99; // microseconds
+ */
+export class LatencyHistogram {
+  #h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_NS, numberOfSignificantValueDigits: 3 });
+
+  /** Records one sample in nanoseconds. */
+  record(ns: number): void {
+    this.#h.recordValue(Math.min(Math.max(1, Math.round(ns)), HIGHEST_NS));
+  }
+
+  get count(): number {
+    return this.#h.totalCount;
+  }
+
+  /** Percentiles in microseconds (all 0 when empty). */
+  summary(): LatencySummary {
+    const us = (ns: number) => ns / 1000;
+    const h = this.#h;
+    const summary: LatencySummary = { count: h.totalCount, p50: 0, p90: 0, p99: 0, p999: 0, max: 0, mean: 0 };
+    if (h.totalCount === 0) return summary;
+    for (const [key, percentile] of PERCENTILES) summary[key] = us(h.getValueAtPercentile(percentile));
+    summary.max = us(h.maxValue);
+    summary.mean = us(h.mean);
+    return summary;
+  }
+}
+
+/** Median of a list of numbers (0 for an empty list). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}

@@ -1,0 +1,61 @@
+/**
+ * CPU placement of the two processes of a measurement. On this 2-core machine a wake-up on the
+ * other core costs about 35 us, so round trips are bimodal unless placement is controlled
+ * (DESIGN.md). The harness pins itself to cpu 0 and each child to cpu 0 or cpu 1 with taskset
+ * (util-linux), and every figure says which placement it used.
+ */
+import { availableParallelism } from "node:os";
+
+/** Where the parent and the child of a measurement run. */
+export interface Placement {
+  /** "same core", "cross core", or "unpinned" when taskset is missing. */
+  readonly name: string;
+  /** CPU of the child process; undefined when not pinned. */
+  readonly childCpu?: number;
+}
+
+export const SAME_CORE: Placement = { name: "same core", childCpu: 0 };
+export const CROSS_CORE: Placement = { name: "cross core", childCpu: 1 };
+export const UNPINNED: Placement = { name: "unpinned" };
+
+let tasksetPath: string | null | undefined;
+
+/** Path of taskset, or null when it is not installed. */
+export function taskset(): string | null {
+  if (tasksetPath === undefined) tasksetPath = Bun.which("taskset");
+  return tasksetPath;
+}
+
+/**
+ * The placements this machine can measure: both when taskset exists and there are two cores,
+ * otherwise one unpinned placement, with a note saying why.
+ */
+export function availablePlacements(): { placements: Placement[]; note?: string } {
+  if (!taskset()) {
+    return { placements: [UNPINNED], note: "taskset (util-linux) not found: processes are not pinned, round trips may be bimodal" };
+  }
+  if (availableParallelism() < 2) return { placements: [SAME_CORE], note: "one cpu available: only the same-core placement is measured" };
+  return { placements: [SAME_CORE, CROSS_CORE] };
+}
+
+/** The command prefix that runs a child on its placement's cpu (empty when unpinned). */
+export function pinPrefix(placement: Placement): string[] {
+  const path = taskset();
+  return path && placement.childCpu !== undefined ? [path, "-c", String(placement.childCpu)] : [];
+}
+
+/**
+ * Pins every thread of this process to `cpu` and returns a function restoring the previous
+ * mask. Does nothing (and restores nothing) without taskset.
+ */
+export function pinSelf(cpu: number): () => void {
+  const path = taskset();
+  if (!path) return () => {};
+  const before = Bun.spawnSync([path, "-p", String(process.pid)]).stdout.toString();
+  const mask = /affinity mask:\s*([0-9a-f]+)/i.exec(before)?.[1];
+  const pinned = Bun.spawnSync([path, "-a", "-p", "-c", String(cpu), String(process.pid)]);
+  if (pinned.exitCode !== 0) return () => {};
+  return () => {
+    if (mask) Bun.spawnSync([path, "-a", "-p", mask, String(process.pid)]);
+  };
+}

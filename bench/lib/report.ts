@@ -1,0 +1,122 @@
+/**
+ * What a scenario reports: figures, each printed next to the baseline measured in the same
+ * run as a ratio, plus the machine they were measured on.
+ */
+import { readFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, release } from "node:os";
+import { taskset } from "./placement.ts";
+
+/** One measured figure. */
+export interface Figure {
+  scenario: string;
+  /** What was measured, e.g. "hermes request p50". */
+  name: string;
+  /** CPU placement ("same core", "cross core", "unpinned"), or in-process. */
+  placement: string;
+  unit: string;
+  value: number;
+  /** Whether a larger value is better (throughput) or worse (latency). */
+  better: "higher" | "lower";
+  /** The same quantity for the baseline contender, measured interleaved in the same run. */
+  baseline?: { name: string; value: number };
+  /** A goal: the ratio to the baseline at most `maxRatio`, or the value at least `minValue`. */
+  target?: { maxRatio?: number; minValue?: number };
+  /** Anything else worth keeping in the JSON output. */
+  detail?: Record<string, unknown>;
+}
+
+/** Figure value divided by its baseline's value (undefined without a baseline). */
+export function ratio(figure: Figure): number | undefined {
+  return figure.baseline && figure.baseline.value > 0 ? figure.value / figure.baseline.value : undefined;
+}
+
+/** "met", "missed", or "" when the figure has no target. */
+export function targetStatus(figure: Figure): string {
+  const t = figure.target;
+  if (!t) return "";
+  const r = ratio(figure);
+  if (t.maxRatio !== undefined) return r !== undefined && r <= t.maxRatio ? `met (<= ${t.maxRatio}x)` : `MISSED (<= ${t.maxRatio}x)`;
+  if (t.minValue !== undefined) return figure.value >= t.minValue ? `met (>= ${formatValue(t.minValue, figure.unit)})` : `MISSED (>= ${formatValue(t.minValue, figure.unit)})`;
+  return "";
+}
+
+/** A number with an SI suffix for rates, one decimal for microseconds. */
+export function formatValue(value: number, unit: string): string {
+  if (unit === "us") return `${value.toFixed(1)} us`;
+  if (unit === "MB/s") return `${value.toFixed(1)} MB/s`;
+  if (value >= 1e6) return `${(value / 1e6).toFixed(2)} M${unit}`;
+  if (value >= 1e3) return `${(value / 1e3).toFixed(1)} k${unit}`;
+  return `${value.toFixed(1)} ${unit}`;
+}
+
+/** The results table: every figure next to its baseline, as text. */
+export function formatTable(figures: readonly Figure[]): string {
+  const header = ["scenario", "figure", "placement", "value", "baseline", "baseline value", "ratio", "target"];
+  const rows = figures.map((f) => {
+    const r = ratio(f);
+    return [
+      f.scenario,
+      f.name,
+      f.placement,
+      formatValue(f.value, f.unit),
+      f.baseline?.name ?? "",
+      f.baseline ? formatValue(f.baseline.value, f.unit) : "",
+      r === undefined ? "" : `${r.toFixed(2)}x`,
+      targetStatus(f),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i >= 3 && i !== 4 && i !== 7 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+/** The machine a run was measured on. */
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  bun: string;
+  kernel: string;
+  taskset: boolean;
+  /** 1-minute load average when the run started: above about 0.3, something else was busy. */
+  load: number;
+  /** The commit measured, "+dirty" when the work tree had changes. */
+  commit: string;
+  date: string;
+}
+
+export function machineInfo(): MachineInfo {
+  let cpuModel = cpus()[0]?.model ?? "unknown";
+  try {
+    cpuModel = /model name\s*:\s*(.+)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpuModel;
+  } catch {
+    // Not Linux: the os module's answer stands.
+  }
+  return {
+    cpuModel, cores: availableParallelism(), bun: Bun.version, kernel: release(), taskset: taskset() !== null,
+    load: loadavg()[0]!, commit: gitCommit(), date: new Date().toISOString(),
+  };
+}
+
+function gitCommit(): string {
+  const git = (...args: string[]) => Bun.spawnSync(["git", ...args], { cwd: import.meta.dir, stderr: "ignore" });
+  const head = git("rev-parse", "--short", "HEAD");
+  if (head.exitCode !== 0) return "unknown";
+  const dirty = git("status", "--porcelain", "--untracked-files=no").stdout.toString().trim() !== "";
+  return head.stdout.toString().trim() + (dirty ? "+dirty" : "");
+}
+
+export function formatMachine(m: MachineInfo): string {
+  return `machine: ${m.cpuModel}, ${m.cores} cores, Bun ${m.bun}, Linux ${m.kernel}, taskset ${m.taskset ? "yes" : "no (unpinned)"}, ` +
+    `load ${m.load.toFixed(2)} at start${m.load > 0.3 ? " (other processes busy: figures are noisier)" : ""}, commit ${m.commit}`;
+}
+
+/** A one-line progress indicator on stderr: rewritten in place on a terminal, one line each otherwise. */
+export function progress(text: string): void {
+  if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${text}`);
+  else process.stderr.write(`${text}\n`);
+}
+
+/** Ends the progress line on a terminal. */
+export function progressDone(): void {
+  if (process.stderr.isTTY) process.stderr.write("\r\x1b[K");
+}

@@ -1,0 +1,118 @@
+/**
+ * Stream scenario: one-way bursts of 128-byte-payload messages from this process (cpu 0) to
+ * a receiver child (cpu 0 or 1), end to end: a burst ends when the receiver has acknowledged
+ * every message. Contenders: hermes event envelopes through `Connection.send` with the
+ * receiver's window at 1024 and at 8192, and raw length-prefixed frames written in batches.
+ * Bursts are sized after a warm-up so each lasts about one slice, and interleaved in rounds.
+ *
+ * Run alone: `bun bench/stream.bench.ts [--quick]`.
+ */
+import { hermesStream } from "./adapters/hermes-stream.ts";
+import { rawStream } from "./adapters/raw-stream.ts";
+import type { StreamPeer, StreamSession } from "./adapters/types.ts";
+import { median } from "./lib/histogram.ts";
+import { RAW_128 } from "./lib/payload.ts";
+import { availablePlacements, pinSelf, type Placement } from "./lib/placement.ts";
+import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
+
+export const WINDOWS = [1024, 8192] as const;
+const PEERS: readonly StreamPeer[] = [...WINDOWS.map(hermesStream), rawStream];
+const BASELINE = rawStream;
+/** Goal from the brief: at least a million envelopes a second end to end. */
+const MIN_ENVELOPES_PER_SEC = 1_000_000;
+
+interface Run {
+  peer: StreamPeer;
+  placement: Placement;
+  session: StreamSession;
+  burst: number;
+  sent: number;
+  rates: number[];
+}
+
+/** One burst of `n` messages; returns messages per second, end to end. */
+export async function timedBurst(session: StreamSession, n: number): Promise<number> {
+  const t0 = Bun.nanoseconds();
+  await session.send(n);
+  return (n / (Bun.nanoseconds() - t0)) * 1e9;
+}
+
+export async function runStream(options: ScenarioOptions): Promise<ScenarioResult> {
+  const { placements, note } = availablePlacements();
+  const notes = note ? [`stream: ${note}`] : [];
+  using dir = tempDir();
+  const runs: Run[] = [];
+  try {
+    for (const placement of placements) {
+      for (const peer of PEERS) {
+        progress(`stream: starting ${peer.name} (${placement.name})`);
+        const session = await peer.open({ dir: dir.path, placement });
+        runs.push({ peer, placement, session, burst: 0, sent: 0, rates: [] });
+      }
+    }
+    const sliceMs = options.durationMs / (options.rounds * runs.length);
+    const warmup = options.quick ? 20_000 : 100_000;
+    for (const run of runs) {
+      progress(`stream: warming up ${run.peer.name} (${run.placement.name})`);
+      const rate = await timedBurst(run.session, warmup);
+      run.sent += warmup;
+      run.burst = Math.round(Math.min(20_000_000, Math.max(10_000, (rate * sliceMs) / 1000)));
+    }
+    for (let round = 0; round < options.rounds; round++) {
+      progress(`stream: round ${round + 1}/${options.rounds} (${runs.length} sessions, ~${Math.round(sliceMs)} ms each)`);
+      for (const run of rotated(runs, round)) {
+        run.rates.push(await timedBurst(run.session, run.burst));
+        run.sent += run.burst;
+      }
+    }
+    for (const run of runs) {
+      const received = await run.session.received();
+      if (received !== run.sent) notes.push(`stream: ${run.peer.name} (${run.placement.name}) receiver counted ${received} of ${run.sent}: FIGURES INVALID`);
+    }
+    if (!notes.some((n) => n.includes("INVALID"))) notes.push("stream: every receiver counted exactly the messages sent");
+  } finally {
+    progressDone();
+    for (const run of [...runs].reverse()) await disposeQuietly(run.session);
+  }
+  return { figures: figuresOf(runs, placements), notes, rounds: runs.map((r) => ({ peer: r.peer.name, placement: r.placement.name, burst: r.burst, rates: r.rates.map(Math.round) })) };
+}
+
+function figuresOf(runs: readonly Run[], placements: readonly Placement[]): Figure[] {
+  const figures: Figure[] = [];
+  for (const placement of placements) {
+    const base = runs.find((r) => r.peer === BASELINE && r.placement === placement)!;
+    const baseRate = median(base.rates);
+    for (const run of runs.filter((r) => r.peer !== BASELINE && r.placement === placement)) {
+      const rate = median(run.rates);
+      const detail = { burst: run.burst, frameBytes: run.session.frameBytes, wireMBps: (rate * run.session.frameBytes) / 1e6, baselineWireMBps: (baseRate * base.session.frameBytes) / 1e6, roundsPerSec: run.rates.map(Math.round) };
+      figures.push({
+        scenario: "stream", name: `${run.peer.name} envelopes/s`, placement: placement.name, unit: "msg/s", value: rate, better: "higher",
+        baseline: { name: `${BASELINE.name} frames/s`, value: baseRate }, target: { minValue: MIN_ENVELOPES_PER_SEC }, detail,
+      });
+      figures.push({
+        scenario: "stream", name: `${run.peer.name} payload MB/s`, placement: placement.name, unit: "MB/s", value: (rate * RAW_128.length) / 1e6, better: "higher",
+        baseline: { name: `${BASELINE.name} payload MB/s`, value: (baseRate * RAW_128.length) / 1e6 },
+      });
+    }
+  }
+  return figures;
+}
+
+export const streamScenario: Scenario = {
+  name: "stream",
+  description: "one-way stream with acks and credit window, 128-byte payload: hermes Connection.send (window 1024, 8192) vs raw framed socket",
+  run: runStream,
+};
+
+if (import.meta.main) {
+  const quick = process.argv.includes("--quick");
+  const restore = pinSelf(0);
+  try {
+    const result = await runStream({ durationMs: quick ? 3000 : 12_000, rounds: quick ? 3 : 5, quick });
+    console.log(formatTable(result.figures));
+    for (const note of result.notes) console.log(note);
+  } finally {
+    restore();
+  }
+}
