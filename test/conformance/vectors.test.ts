@@ -29,6 +29,11 @@ describe("vectors.json", () => {
     expect(file).toEqual(JSON.parse(JSON.stringify(buildVectorFile())));
   });
 
+  test("is listed in docs/protocol.md, vector by vector", async () => {
+    const doc = await Bun.file(new URL("../../docs/protocol.md", import.meta.url).pathname).text();
+    for (const vector of file.vectors) expect(doc).toContain(`| \`${vector.name}\` |`);
+  });
+
   test("covers every case the protocol asks for, with unique names", () => {
     expect(new Set(file.vectors.map((v) => v.name)).size).toBe(file.vectors.length);
     expect(new Set(valid.map((v) => v.frame_type))).toEqual(new Set(["envelope", "hello", "ack", "ping", "pong"]));
@@ -62,6 +67,9 @@ describe.each(valid.map((v) => [v.name, v] as const))("valid vector %s", (_name,
   if (vector.frame_type === "envelope") {
     test("keeps every field, unknown ones included, through parseEnvelope", () => {
       expect(parseEnvelope(structuredClone(vector.decoded)) as unknown).toEqual(vector.decoded);
+      if (vector.decoded.message_type === "error") {
+        expect(HermesError.fromWire(vector.decoded).toPayload()).toEqual(vector.decoded.payload as never);
+      }
     });
   }
 });

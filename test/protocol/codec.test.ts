@@ -112,7 +112,7 @@ describe("records codec (sequential)", () => {
   test("2,000 frames of randomly shaped maps decode in order on a separate instance", () => {
     const random = seededRandom(20_240_601);
     const values = Array.from({ length: 2000 }, () => randomMap(random));
-    // Far more shapes than the 64 record ids msgpackr has, so ids are redefined along the way.
+    // Far more shapes than the record ids msgpackr cycles through (32), so ids are redefined along the way.
     expect(new Set(values.map(shape)).size).toBeGreaterThan(500);
     const encoder = createRecordsCodec();
     const frames = values.map((v) => encoder.encode(v).slice());
