@@ -18,7 +18,7 @@ export interface ConnectionOptions {
   node: string;
   /** Codecs offered, preferred first; `msgpack` is always added. Default: every supported codec. */
   codecs?: readonly string[];
-  /** Unacknowledged envelopes this side accepts from the peer. Default 1024. */
+  /** Unacknowledged envelopes this side accepts from the peer. Default 4096 (measured: bench stream; 1024 costs about a fifth of the throughput). */
   window?: number;
   /** Token sent in hello (dialing side). */
   token?: string;
@@ -114,7 +114,7 @@ export class Connection {
     const codecs = [...(options.codecs ?? SUPPORTED_CODECS)];
     if (!codecs.includes(CodecName.MSGPACK)) codecs.push(CodecName.MSGPACK);
     this.options = {
-      window: 1024,
+      window: 4096,
       maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
       pingIntervalMs: 5000,
       helloTimeoutMs: 5000,
@@ -273,7 +273,7 @@ export class Connection {
     if (this.#state === "closed") return;
     this.#lastReceived = Date.now();
     try {
-      this.#decoder.push(chunk, (body) => this.#onFrame(body));
+      this.#decoder.push(chunk, this.#onFrameRange);
     } catch (error) {
       // Framing is broken (size or zero length): say why, then close.
       this.#failAndClose(HermesError.from(error, ErrorCode.INVALID_REQUEST));
@@ -304,11 +304,13 @@ export class Connection {
     this.#writer.pushFrame(this.#encoder.encode(frame));
   }
 
-  #onFrame(body: Uint8Array): void {
+  #onFrameRange = (buffer: Uint8Array, start: number, end: number): void => this.#onFrame(buffer, start, end);
+
+  #onFrame(buffer: Uint8Array, start: number, end: number): void {
     if (this.#state === "closed" || this.#state === "closing") return;
     let value: any;
     try {
-      value = this.#decoderCodec.decode(body);
+      value = this.#decoderCodec.decode(buffer, start, end);
     } catch (error) {
       // A records stream that failed to decode has lost its structure table: it cannot go on.
       const fatal = this.#decoderCodec.name !== CodecName.MSGPACK;

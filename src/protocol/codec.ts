@@ -9,8 +9,8 @@ export interface FrameCodec {
   readonly name: CodecName;
   /** Encodes a map. The result is only valid until the next call (it may share a buffer). */
   encode(value: unknown): Uint8Array;
-  /** Decodes one whole frame body. Throws on malformed bytes. */
-  decode(bytes: Uint8Array): unknown;
+  /** Decodes one whole frame body: `bytes[start..end)`, by default all of it. Throws on malformed bytes. */
+  decode(bytes: Uint8Array, start?: number, end?: number): unknown;
 }
 
 /**
@@ -20,13 +20,13 @@ export interface FrameCodec {
  * would otherwise decode as a BigInt that no envelope check accepts.
  */
 export function createPlainCodec(): FrameCodec {
-  const packr = new Packr({ useRecords: false, variableMapSize: true });
+  let packr: Packr | undefined;
   // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
   const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
-    encode: (value) => packr.pack(wideIntegersAsInt64(value)),
-    decode: (bytes) => unpackr.unpack(bytes),
+    encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(wideIntegersAsInt64(value)),
+    decode: (bytes, start = 0, end = bytes.length) => unpackr.unpack(bytes, { start, end }),
   };
 }
 
@@ -54,13 +54,28 @@ function wideIntegersAsInt64(value: unknown): unknown {
  * Only negotiated when both sides offer it (PROTOCOL.md section 2).
  */
 export function createRecordsCodec(): FrameCodec {
-  const packr = new Packr({ sequential: true });
-  const unpackr = new Unpackr({ sequential: true, copyBuffers: true });
+  let packr: Packr | undefined;
+  const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACKR_RECORDS,
-    encode: (value) => packr.pack(value),
-    decode: (bytes) => unpackr.unpack(bytes),
+    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(value),
+    decode: (bytes, start = 0, end = bytes.length) => unpackr.unpack(bytes, { start, end }),
   };
+}
+
+const PACK_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * A packer writing into a 64 KiB buffer. msgpackr appends each result after the previous one
+ * and allocates a new buffer of the current size when one fills; its default 8 KiB meant a new
+ * buffer every few dozen envelopes on the send path. Created on first use, since a codec
+ * instance used only for decoding never packs. (Handing it a buffer before every pack instead
+ * breaks the sequential records mode, which keeps positions across calls.)
+ */
+function newPackr(options: ConstructorParameters<typeof Packr>[0]): Packr {
+  const packr = new Packr(options);
+  packr.useBuffer(Buffer.allocUnsafeSlow(PACK_BUFFER_BYTES));
+  return packr;
 }
 
 /** Builds a fresh codec by name; plain msgpack for anything unknown. */

@@ -1,14 +1,18 @@
 import { ErrorCode } from "./error-codes.ts";
 import { HermesError } from "./hermes-error.ts";
 
+/** Receives one frame body: bytes `start` (inclusive) to `end` (exclusive) of `buffer`. */
+export type FrameCallback = (buffer: Uint8Array, start: number, end: number) => void;
+
 /** Default maximum frame body: 16 MiB (PROTOCOL.md section 1). */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 /**
  * Splits a byte stream into frame bodies (`u32be length` + `length` bytes). Keeps a partial
  * tail between chunks and only joins the pieces of a frame once all of its bytes have arrived,
- * so a peer that claims 4 GiB and sends nothing costs nothing. Frame bodies handed to
- * `onFrame` may be views of the caller's chunk: use them before `push` returns.
+ * so a peer that claims 4 GiB and sends nothing costs nothing. A frame body is handed to
+ * `onFrame` as a range of a buffer (often the caller's chunk itself, so decoding needs no view
+ * per frame): use it before `push` returns.
  *
  * Throws HermesError code 6 for a frame over the limit and code 2 for a zero length: after
  * either the stream cannot be trusted and the connection should close.
@@ -33,7 +37,7 @@ export class FrameDecoder {
   }
 
   /** Feeds a chunk; calls `onFrame` for every complete frame body in it, in order. */
-  push(chunk: Uint8Array, onFrame: (body: Uint8Array) => void): void {
+  push(chunk: Uint8Array, onFrame: FrameCallback): void {
     let offset = 0;
     // A frame is in progress when header bytes are held or a header was read (its body may have no bytes yet).
     if (this.#pendingBytes > 0 || this.#need >= 0) {
@@ -51,7 +55,7 @@ export class FrameDecoder {
         this.#keep(chunk.slice(offset + 4));
         return;
       }
-      onFrame(chunk.subarray(offset + 4, offset + 4 + length));
+      onFrame(chunk, offset + 4, offset + 4 + length);
       offset += 4 + length;
     }
     if (offset < end) this.#keep(chunk.slice(offset));
@@ -65,7 +69,7 @@ export class FrameDecoder {
   }
 
   /** Tries to finish the pending frame with bytes from `chunk`; returns the offset reached, or -1 if still incomplete. */
-  #completeTail(chunk: Uint8Array, onFrame: (body: Uint8Array) => void): number {
+  #completeTail(chunk: Uint8Array, onFrame: FrameCallback): number {
     let offset = 0;
     if (this.#need < 0) {
       const missingHeader = 4 - this.#pendingBytes;
@@ -96,7 +100,7 @@ export class FrameDecoder {
     }
     body.set(chunk.subarray(offset, offset + missing), at);
     this.reset();
-    onFrame(body);
+    onFrame(body, 0, body.length);
     return offset + missing;
   }
 

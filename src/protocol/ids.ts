@@ -1,17 +1,70 @@
 import { createHash } from "node:crypto";
-import { monotonicFactory } from "ulid";
 
-const nextUlid = monotonicFactory();
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/** All 1024 two-character base32 pairs, so the counter part costs two table look-ups. */
+const PAIRS = Array.from({ length: 1024 }, (_, i) => ALPHABET[i >> 5]! + ALPHABET[i & 31]!);
+
+let lastMs = -1;
+let timePart = "";
+/** Random characters 1..12 of the 16-character random part, fixed within a millisecond. */
+let randomHigh = "";
+/** The last 4 characters (20 bits) as a number, incremented for each id in the same millisecond. */
+let counter = 0;
+
+function encodeTime(ms: number): string {
+  let out = "";
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[ms % 32]! + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+function randomChars(count: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(count));
+  let out = "";
+  for (const b of bytes) out += ALPHABET[b & 31];
+  return out;
+}
 
 /**
- * A new message id: a ULID, strictly increasing within this process even inside one
- * millisecond, so ids sort in creation order.
+ * A new message id: a ULID (48-bit ms time, 80 random bits), strictly increasing within this
+ * process even inside one millisecond (the random part is incremented, as the ULID spec's
+ * monotonic mode says), so ids sort in creation order.
+ *
+ * Why not the `ulid` package's monotonic factory: it re-encodes all 26 characters per call,
+ * about a third of a microsecond, on the path of every message. Here the time and high random
+ * characters are encoded once per millisecond. Tests check the output against `ulid`'s decoder.
  *
  * @example
  * const id = newMessageId(); // "01JD8X3M6Q6V5Q3J1Y0T1C2B3A"
  */
 export function newMessageId(): string {
-  return nextUlid();
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    timePart = encodeTime(now);
+    randomHigh = randomChars(12);
+    counter = (crypto.getRandomValues(new Uint32Array(1))[0]! >>> 13) & 0x7ffff; // low half: room to count up
+  } else if (++counter > 0xfffff) {
+    // 2^19+ ids in one millisecond (or the clock stepped back): carry into a fresh high part
+    // that is larger, keeping the order.
+    counter = 0;
+    randomHigh = incrementBase32(randomHigh);
+  }
+  return timePart + randomHigh + PAIRS[counter >> 10]! + PAIRS[counter & 1023]!;
+}
+
+function incrementBase32(text: string): string {
+  const digits = [...text].map((c) => ALPHABET.indexOf(c));
+  for (let i = digits.length - 1; i >= 0; i--) {
+    if (digits[i]! < 31) {
+      digits[i]!++;
+      break;
+    }
+    digits[i] = 0;
+  }
+  return digits.map((d) => ALPHABET[d]).join("");
 }
 
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/i;

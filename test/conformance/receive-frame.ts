@@ -22,7 +22,7 @@ export function receiveFrame(bytes: Uint8Array): Outcome | undefined {
   const decoder = new FrameDecoder();
   const bodies: Uint8Array[] = [];
   try {
-    decoder.push(bytes, (body) => bodies.push(body.slice()));
+    decoder.push(bytes, (buf, s, e) => bodies.push(buf.slice(s, e)));
   } catch (error) {
     return { ok: false, stage: "framing", error: HermesError.from(error) };
   }

@@ -47,11 +47,11 @@ test("2,000 random chunks: push throws only HermesError, decoding never escapes,
   const heapBefore = process.memoryUsage().heapUsed;
   let decoder = new FrameDecoder(MAX_FRAME);
   const seen = { frames: 0, undecodable: 0, envelopes: 0, rejectedMaps: 0, framingErrors: 0 };
-  const onFrame = (body: Uint8Array) => {
+  const onFrame = (buffer: Uint8Array, start: number, end: number) => {
     seen.frames++;
     let value: unknown;
     try {
-      value = codec.decode(body);
+      value = codec.decode(buffer, start, end);
     } catch {
       seen.undecodable++;
       return;

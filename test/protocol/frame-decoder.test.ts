@@ -9,7 +9,7 @@ const stream = Buffer.concat(bodies.map(encodeFrame));
 /** Feeds `chunks` and returns copies of the frame bodies, since bodies may be views of a chunk. */
 function feed(decoder: FrameDecoder, chunks: Uint8Array[]): Uint8Array[] {
   const out: Uint8Array[] = [];
-  for (const chunk of chunks) decoder.push(chunk, (body) => out.push(body.slice()));
+  for (const chunk of chunks) decoder.push(chunk, (buf, s, e) => out.push(buf.slice(s, e)));
   return out;
 }
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { decodeTime } from "ulid";
 import { isUlid, newMessageId, stableAgentId } from "../../src/protocol/ids.ts";
 
 describe("stableAgentId", () => {
@@ -42,6 +43,24 @@ describe("newMessageId", () => {
       if (!(ids[i]! > ids[i - 1]!)) throw new Error(`id ${i} (${ids[i]}) is not above ${ids[i - 1]}`);
     }
     expect(ids.every(isUlid)).toBe(true);
+  });
+
+  test("keeps increasing past a million ids in one millisecond (the counter carries)", () => {
+    setSystemTime(new Date("2041-01-01T00:00:00.000Z"));
+    let previous = newMessageId();
+    for (let i = 0; i < 1_100_000; i++) {
+      const id = newMessageId();
+      if (!(id > previous)) throw new Error(`id ${id} is not above ${previous}`);
+      previous = id;
+    }
+  });
+
+  test("encodes the current time as the ulid package decodes it, and the clock stepping back keeps the order", () => {
+    setSystemTime(new Date("2042-03-04T05:06:07.089Z"));
+    const first = newMessageId();
+    expect(decodeTime(first)).toBe(Date.parse("2042-03-04T05:06:07.089Z"));
+    setSystemTime(new Date("2042-03-04T05:06:00.000Z"));
+    expect(newMessageId() > first).toBe(true);
   });
 });
 
