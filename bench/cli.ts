@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
+import { watchInterference, type Interference } from "./lib/interference.ts";
 import { availablePlacements, pinSelf } from "./lib/placement.ts";
 import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
 import type { Scenario, ScenarioResult } from "./lib/scenario.ts";
@@ -74,6 +75,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   if (placementNote) console.log(`note: ${placementNote}`);
 
   const results: Record<string, ScenarioResult> = {};
+  const interference: Record<string, Interference> = {};
   const failures: string[] = [];
   const restoreAffinity = pinSelf(0); // the harness side of every measurement runs on cpu 0
   try {
@@ -81,7 +83,15 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
       const d = DEFAULTS[scenario.name]!;
       const seconds = duration ?? d.seconds[quick ? 1 : 0];
       try {
-        results[scenario.name] = await scenario.run({ durationMs: seconds * 1000, rounds: d.rounds[quick ? 1 : 0], quick });
+        const watch = watchInterference();
+        const result = await scenario.run({ durationMs: seconds * 1000, rounds: d.rounds[quick ? 1 : 0], quick });
+        const other = watch?.();
+        if (other) {
+          interference[scenario.name] = other;
+          const share = `${scenario.name}: other processes used ${other.otherCpuSeconds.toFixed(2)} CPU-s (${(other.otherCores * 100).toFixed(0)}% of one core) during the run`;
+          result.notes.push(other.otherCores > 0.05 ? `${share}: FIGURES DISTURBED, rerun on a quiet machine` : share);
+        }
+        results[scenario.name] = result;
       } catch (error) {
         failures.push(`${scenario.name}: ${(error as Error).stack ?? error}`);
       }
@@ -102,7 +112,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
       machine,
       quick,
       figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
-      scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, rounds: r.rounds }])),
+      scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, interference: interference[name], rounds: r.rounds }])),
       failures,
     };
     mkdirSync(dirname(values.json), { recursive: true });

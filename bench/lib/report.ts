@@ -77,7 +77,7 @@ export interface MachineInfo {
   bun: string;
   kernel: string;
   taskset: boolean;
-  /** 1-minute load average when the run started: above about 0.3, something else was busy. */
+  /** 1-minute load average when the run started (each scenario also reports what others used during it). */
   load: number;
   /** The commit measured, "+dirty" when the work tree had changes. */
   commit: string;
@@ -107,7 +107,7 @@ function gitCommit(): string {
 
 export function formatMachine(m: MachineInfo): string {
   return `machine: ${m.cpuModel}, ${m.cores} cores, Bun ${m.bun}, Linux ${m.kernel}, taskset ${m.taskset ? "yes" : "no (unpinned)"}, ` +
-    `load ${m.load.toFixed(2)} at start${m.load > 0.3 ? " (other processes busy: figures are noisier)" : ""}, commit ${m.commit}`;
+    `load average ${m.load.toFixed(2)} at start, commit ${m.commit}`;
 }
 
 /** A one-line progress indicator on stderr: rewritten in place on a terminal, one line each otherwise. */
