@@ -56,7 +56,8 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const { values, positionals } = parsed;
-  if (values.help) {
+  // `hermes-mesh bench --help` is answered by main's own --help; `bench help` reaches this one.
+  if (values.help || positionals[0] === "help") {
     console.log(USAGE);
     return 0;
   }
