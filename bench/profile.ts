@@ -1,46 +1,64 @@
 /**
- * Drives only the hermes side of a transport scenario for a while, so a CPU profile shows
- * the hermes hot path and nothing else. Profile both processes:
+ * Drives one contender of a transport scenario (hermes by default) for a while, so a CPU
+ * profile shows its hot path and nothing else. Profile both processes:
  *
  *   BENCH_CHILD_BUN_FLAGS="--cpu-prof-md --cpu-prof-dir=/tmp/hm-prof" \
  *     bun --cpu-prof-md --cpu-prof-dir=/tmp/hm-prof bench/profile.ts stream [seconds] [window] [placement]
- *   ... bench/profile.ts pingpong [seconds] [placement]
+ *   ... bench/profile.ts pingpong [seconds] [placement] [raw]
  *
- * placement: "same" (default) or "cross". The child writes its profile when it is asked to
- * exit (bench/fixtures/fixture-control.ts).
+ * placement: "same" (default) or "cross"; "raw" drives the raw-socket baseline instead, to
+ * compare profiles. The child writes its profile when asked to exit (fixtures/fixture-control.ts).
  */
 import { hermesRequest } from "./adapters/hermes-request.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
+import { rawEcho } from "./adapters/raw-echo.ts";
+import { rawStream } from "./adapters/raw-stream.ts";
+import { machineBusyTicks, TICKS_PER_SECOND } from "./lib/interference.ts";
 import { CROSS_CORE, pinSelf, SAME_CORE } from "./lib/placement.ts";
 import { tempDir } from "./lib/scenario.ts";
 
 const [scenario = "stream", secondsText = "5", ...rest] = process.argv.slice(2);
 const seconds = Number(secondsText);
 const placement = rest.includes("cross") ? CROSS_CORE : SAME_CORE;
+const raw = rest.includes("raw");
+
+/** CPU time per operation of this process and of everything else (the peer, on a quiet machine). */
+function cpuMeter(): (ops: number) => string {
+  const own0 = process.cpuUsage();
+  const busy0 = machineBusyTicks();
+  return (ops) => {
+    const own = process.cpuUsage(own0);
+    const ownUs = own.user + own.system;
+    const allUs = ((machineBusyTicks() - busy0) / TICKS_PER_SECOND) * 1e6;
+    return `CPU per op: this process ${(ownUs / ops).toFixed(2)} us (${((own.system / ops)).toFixed(2)} us in the kernel), peer and rest ${(Math.max(0, allUs - ownUs) / ops).toFixed(2)} us`;
+  };
+}
 const restore = pinSelf(0);
 using dir = tempDir();
 try {
   const end = Date.now() + seconds * 1000;
   if (scenario === "stream") {
     const window = Number(rest.find((r) => /^\d+$/.test(r)) ?? 1024);
-    await using session = await hermesStream(window).open({ dir: dir.path, placement });
+    await using session = await (raw ? rawStream : hermesStream(window)).open({ dir: dir.path, placement });
     let sent = 0;
     const t0 = Bun.nanoseconds();
+    const cpu = cpuMeter();
     while (Date.now() < end) {
       await session.send(100_000);
       sent += 100_000;
     }
     const rate = (sent / (Bun.nanoseconds() - t0)) * 1e9;
-    console.log(`stream window ${window} (${placement.name}): ${sent} envelopes, ${Math.round(rate)}/s; receiver counted ${await session.received()}`);
+    console.log(`stream ${raw ? "raw" : `window ${window}`} (${placement.name}): ${sent} messages, ${Math.round(rate)}/s; receiver counted ${await session.received()}; ${cpu(sent)}`);
   } else if (scenario === "pingpong") {
-    await using session = await hermesRequest.open({ dir: dir.path, placement });
+    await using session = await (raw ? rawEcho : hermesRequest).open({ dir: dir.path, placement });
     let trips = 0;
     const t0 = Bun.nanoseconds();
+    const cpu = cpuMeter();
     while (Date.now() < end) {
       for (let i = 0; i < 1000; i++) await session.roundTrip();
       trips += 1000;
     }
-    console.log(`pingpong (${placement.name}): ${trips} round trips, mean ${((Bun.nanoseconds() - t0) / trips / 1000).toFixed(1)} us`);
+    console.log(`pingpong ${raw ? "raw" : "hermes"} (${placement.name}): ${trips} round trips, mean ${((Bun.nanoseconds() - t0) / trips / 1000).toFixed(1)} us; ${cpu(trips)}`);
   } else {
     console.error(`unknown scenario ${scenario}: stream or pingpong`);
     process.exitCode = 2;

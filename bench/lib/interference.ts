@@ -6,10 +6,10 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+export const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 /** Busy ticks of all cpus (user, nice, system, irq, softirq, steal). */
-function machineBusyTicks(): number {
+export function machineBusyTicks(): number {
   const fields = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
   return user + nice + system + irq + softirq + steal;
