@@ -79,7 +79,7 @@ export interface MachineInfo {
   taskset: boolean;
   /** 1-minute load average when the run started (each scenario also reports what others used during it). */
   load: number;
-  /** The commit measured, "+dirty" when the work tree had changes. */
+  /** The commit measured, "+dirty" when the work tree had changes; BENCH_COMMIT names it for an exported tree. */
   commit: string;
   date: string;
 }
@@ -93,7 +93,7 @@ export function machineInfo(): MachineInfo {
   }
   return {
     cpuModel, cores: availableParallelism(), bun: Bun.version, kernel: release(), taskset: taskset() !== null,
-    load: loadavg()[0]!, commit: gitCommit(), date: new Date().toISOString(),
+    load: loadavg()[0]!, commit: process.env.BENCH_COMMIT ?? gitCommit(), date: new Date().toISOString(),
   };
 }
 
