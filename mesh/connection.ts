@@ -84,7 +84,6 @@ export class Connection {
   #decoderCodec: FrameCodec = this.#plain;
   #window: SendWindow;
   #acks = new AckTracker();
-  #ackScheduled = false;
   #state: "handshaking" | "open" | "closing" | "closed" = "handshaking";
   #readyResolvers = Promise.withResolvers<Hello>();
   #closed = Promise.withResolvers<void>();
@@ -103,8 +102,8 @@ export class Connection {
   #receivedHighest = 0;
   #timer: ReturnType<typeof setInterval>;
   #closeError: HermesError | undefined;
+  /** Writes the cumulative ack if it moved; called by the write queue just before each coalesced write. */
   #flushAcks = () => {
-    this.#ackScheduled = false;
     const seq = this.#acks.takeAck();
     if (seq > 0 && this.#state !== "closed") this.#writeControl({ message_type: ControlType.ACK, seq });
   };
@@ -125,7 +124,7 @@ export class Connection {
       codecs,
     };
     this.#socket = socket;
-    this.#writer = new WriteQueue(socket);
+    this.#writer = new WriteQueue(socket, this.#flushAcks);
     this.#decoder = new FrameDecoder(this.options.maxFrameBytes);
     this.#window = new SendWindow(1);
     this.ready = this.#readyResolvers.promise;
@@ -208,12 +207,9 @@ export class Connection {
     if (settles !== undefined) this.#settleOnTransmit.set(env, settles);
   }
 
-  /** Marks a received envelope as handled; the cumulative ack goes out within the tick. */
+  /** Marks a received envelope as handled; the cumulative ack goes out with this tick's write. */
   settle(seq: number): void {
-    if (this.#acks.settle(seq) && !this.#ackScheduled) {
-      this.#ackScheduled = true;
-      queueMicrotask(this.#flushAcks);
-    }
+    if (this.#acks.settle(seq)) this.#writer.schedule();
   }
 
   /** Every envelope sent or parked and not acknowledged, oldest first: what a new connection must redeliver. */

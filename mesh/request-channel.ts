@@ -4,8 +4,8 @@ import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
 import { MessageType } from "../src/protocol/message-types.ts";
 import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
-import { isPlainMap } from "../src/protocol/envelope-check.ts";
 import type { Connection } from "./connection.ts";
+import { ServedRequest } from "./served-request.ts";
 
 /** What a request handler gets besides the envelope. */
 export interface RequestContext {
@@ -55,7 +55,7 @@ export class RequestChannel {
   /** Incoming events. */
   onEvent: (event: Envelope) => void = () => {};
   #pending = new Map<string, Pending>();
-  #serving = new Map<string, AbortController>();
+  #serving = new Map<string, ServedRequest>();
 
   constructor(connection: Connection, node: string, handler?: RequestHandler) {
     this.connection = connection;
@@ -162,48 +162,23 @@ export class RequestChannel {
       })));
       return;
     }
-    const controller = new AbortController();
-    const deadline = ttlDeadline(request, receivedAt);
-    this.#serving.set(request.message_id, controller);
-    let done = false;
-    const finish = (reply: Envelope) => {
-      if (done) return;
-      done = true;
-      if (reply.message_type === MessageType.RESPONSE && !isPlainMap(reply.payload)) {
-        reply = createErrorReply(request, this.node, new HermesError(ErrorCode.INTERNAL, "handler returned a payload that is not a map"));
-      }
-      clearTimeout(timer);
+    const served = new ServedRequest(request, ttlDeadline(request, receivedAt), (reply) => {
       this.#serving.delete(request.message_id);
       answer(reply);
-    };
-    const timer = setTimeout(() => {
-      const error = new HermesError(ErrorCode.TASK_TIMEOUT, `handler did not finish within the ttl of ${request.ttl} ms`, { timeout_ms: request.ttl });
-      controller.abort(error);
-      finish(createErrorReply(request, this.node, error));
-    }, Math.max(0, deadline - receivedAt));
-    controller.signal.addEventListener("abort", () => {
-      // A cancelled request still gets an answer, so the sender's bookkeeping always closes.
-      finish(createErrorReply(request, this.node, HermesError.from(controller.signal.reason, ErrorCode.TASK_TIMEOUT)));
-    }, { once: true });
-    const context: RequestContext = {
-      signal: controller.signal,
-      deadline,
-      progress: (payload) => {
-        if (!done && this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
-      },
-    };
+    }, (payload) => {
+      if (this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
+    }, this.node);
+    this.#serving.set(request.message_id, served);
     try {
-      const result = handler(request, context);
+      const result = handler(request, served);
       if (result instanceof Promise) {
-        result.then(
-          (payload) => finish(createReply(MessageType.RESPONSE, request, this.node, payload)),
-          (error) => finish(createErrorReply(request, this.node, HermesError.from(error))),
-        );
+        served.startDeadline();
+        result.then((payload) => served.respond(payload), (error) => served.fail(error));
       } else {
-        finish(createReply(MessageType.RESPONSE, request, this.node, result));
+        served.respond(result);
       }
     } catch (error) {
-      finish(createErrorReply(request, this.node, HermesError.from(error)));
+      served.fail(error);
     }
   }
 
@@ -211,6 +186,6 @@ export class RequestChannel {
     for (const id of [...this.#pending.keys()]) {
       this.#settlePending(id)?.reject(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
     }
-    for (const controller of this.#serving.values()) controller.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
+    for (const served of this.#serving.values()) served.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
   }
 }

@@ -21,13 +21,28 @@ export class WriteQueue {
   #scheduled = false;
   #blocked = false;
   #idle: Array<() => void> = [];
+  #beforeFlush: (() => void) | undefined;
   #flushTask = () => {
     this.#scheduled = false;
+    this.#beforeFlush?.();
     this.flush();
   };
 
-  constructor(socket: WritableSocket) {
+  /**
+   * `beforeFlush` runs at the end of the tick just before the coalesced write, so an owner can
+   * add a frame it deferred (the connection's cumulative ack rides along with the answers).
+   */
+  constructor(socket: WritableSocket, beforeFlush?: () => void) {
     this.#socket = socket;
+    this.#beforeFlush = beforeFlush;
+  }
+
+  /** Makes sure a flush (and the beforeFlush hook) runs at the end of this tick. */
+  schedule(): void {
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(this.#flushTask);
+    }
   }
 
   /** Bytes waiting to be written. */
@@ -53,10 +68,7 @@ export class WriteQueue {
     buf.set(body, at + 4);
     this.#end = at + 4 + length;
     if (this.#end - this.#start >= HIGH_WATER_BYTES) this.flush();
-    else if (!this.#scheduled) {
-      this.#scheduled = true;
-      queueMicrotask(this.#flushTask);
-    }
+    else this.schedule();
   }
 
   /** Writes as much as the kernel takes now. */
