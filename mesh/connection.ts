@@ -102,6 +102,12 @@ export class Connection {
   #receivedHighest = 0;
   #timer: ReturnType<typeof setInterval>;
   #closeError: HermesError | undefined;
+  #ackPending = false;
+  #ackAlone = () => {
+    this.#ackPending = false;
+    this.#flushAcks();
+    this.#writer.flush();
+  };
   /** Writes the cumulative ack if it moved; called by the write queue just before each coalesced write. */
   #flushAcks = () => {
     const seq = this.#acks.takeAck();
@@ -207,9 +213,16 @@ export class Connection {
     if (settles !== undefined) this.#settleOnTransmit.set(env, settles);
   }
 
-  /** Marks a received envelope as handled; the cumulative ack goes out with this tick's write. */
+  /**
+   * Marks a received envelope as handled. The cumulative ack rides on the next data write (an
+   * answer, the caller's next request); when none comes this event-loop turn, it goes alone.
+   */
   settle(seq: number): void {
-    if (this.#acks.settle(seq)) this.#writer.schedule();
+    // A flush already due this tick carries the ack (its beforeFlush hook); else one goes alone.
+    if (this.#acks.settle(seq) && !this.#ackPending && !this.#writer.scheduled) {
+      this.#ackPending = true;
+      setImmediate(this.#ackAlone);
+    }
   }
 
   /** Every envelope sent or parked and not acknowledged, oldest first: what a new connection must redeliver. */

@@ -68,7 +68,8 @@ export class RequestChannel {
   /** Sends a request and resolves with the response envelope; rejects with the coded error. */
   request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
     const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
-    const request = createRequest(this.node, route, payload, { ...options, ttl: options.ttl ?? timeoutMs });
+    const request = createRequest(this.node, route, payload, options);
+    request.ttl = options.ttl ?? timeoutMs;
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const onAbort = () => this.#giveUp(request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs }));
     const timer = setTimeout(

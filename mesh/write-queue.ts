@@ -37,6 +37,11 @@ export class WriteQueue {
     this.#beforeFlush = beforeFlush;
   }
 
+  /** True when a flush is already due at the end of this tick. */
+  get scheduled(): boolean {
+    return this.#scheduled;
+  }
+
   /** Makes sure a flush (and the beforeFlush hook) runs at the end of this tick. */
   schedule(): void {
     if (!this.#scheduled) {

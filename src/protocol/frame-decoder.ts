@@ -4,6 +4,15 @@ import { HermesError } from "./hermes-error.ts";
 /** Receives one frame body: bytes `start` (inclusive) to `end` (exclusive) of `buffer`. */
 export type FrameCallback = (buffer: Uint8Array, start: number, end: number) => void;
 
+const LANDING_BYTES = 64 * 1024;
+
+/** A reusable receive buffer with its DataView made once (msgpackr reads `dataView` from its source). */
+function newLanding(): Uint8Array {
+  const landing = new Uint8Array(LANDING_BYTES);
+  (landing as Uint8Array & { dataView?: DataView }).dataView = new DataView(landing.buffer);
+  return landing;
+}
+
 /** Default maximum frame body: 16 MiB (PROTOCOL.md section 1). */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
@@ -20,6 +29,7 @@ export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 export class FrameDecoder {
   readonly maxFrameBytes: number;
   #pending: Uint8Array[] = [];
+  #landing: Uint8Array | undefined;
   #pendingBytes = 0;
   /**
    * Length of the frame being assembled, or -1 while its header is incomplete. While -1,
@@ -44,7 +54,20 @@ export class FrameDecoder {
       offset = this.#completeTail(chunk, onFrame);
       if (offset < 0) return;
     }
-    const end = chunk.length;
+    let end = chunk.length;
+    if (offset === 0 && end <= LANDING_BYTES) {
+      // Decode from one long-lived buffer: a decoder's first look at a fresh chunk's
+      // ArrayBuffer (msgpackr builds a DataView on it) costs more than copying the chunk.
+      const landing = (this.#landing ??= newLanding());
+      landing.set(chunk, 0);
+      chunk = landing;
+    } else if (offset > 0 && end - offset <= LANDING_BYTES) {
+      const landing = (this.#landing ??= newLanding());
+      landing.set(chunk.subarray(offset), 0);
+      chunk = landing;
+      end -= offset;
+      offset = 0;
+    }
     while (end - offset >= 4) {
       const length = this.#checkLength(
         ((chunk[offset]! << 24) >>> 0) + (chunk[offset + 1]! << 16) + (chunk[offset + 2]! << 8) + chunk[offset + 3]!,
@@ -52,13 +75,13 @@ export class FrameDecoder {
       if (end - offset - 4 < length) {
         // Header complete, body not: remember the length, keep only body bytes.
         this.#need = length;
-        this.#keep(chunk.slice(offset + 4));
+        this.#keep(chunk.slice(offset + 4, end));
         return;
       }
       onFrame(chunk, offset + 4, offset + 4 + length);
       offset += 4 + length;
     }
-    if (offset < end) this.#keep(chunk.slice(offset));
+    if (offset < end) this.#keep(chunk.slice(offset, end));
   }
 
   /** Drops any partial frame (used when a connection closes). */
