@@ -95,6 +95,7 @@ export class Connection {
   #pingOutstanding = false;
   #lastPingSent = 0;
   #ackWaiters: Array<() => void> = [];
+  #writableWaiters: Array<{ lowWater: number; resolve: () => void }> = [];
   #stats = { pingsSent: 0, pongsReceived: 0, badFrames: 0 };
   /** Received seqs to settle once a parked answer goes on the wire (end-to-end backpressure). */
   #settleOnTransmit = new Map<Envelope, number>();
@@ -230,6 +231,20 @@ export class Connection {
     return this.#window.pending();
   }
 
+  /**
+   * Resolves once at most `lowWater` envelopes wait for credit (or the connection closed): how a
+   * producer that sends faster than the peer handles keeps its own memory bounded.
+   *
+   * @example
+   * for (const env of envelopes) { connection.send(env); if (connection.backlogged > 8192) await connection.whenWritable(4096); }
+   */
+  whenWritable(lowWater = 0): Promise<void> {
+    if (this.#state === "closed" || this.#window.backlogged <= lowWater) return Promise.resolve();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#writableWaiters.push({ lowWater, resolve });
+    return promise;
+  }
+
   /** Resolves when every sent envelope has been acknowledged (or the connection closed). */
   async whenAcknowledged(timeoutMs = 5000): Promise<boolean> {
     if (this.#state !== "closed" && !this.#allAcknowledged()) {
@@ -244,6 +259,16 @@ export class Connection {
 
   #allAcknowledged(): boolean {
     return this.#window.inFlight === 0 && this.#window.backlogged === 0;
+  }
+
+  #notifyWritable(all: boolean): void {
+    const backlog = this.#window.backlogged;
+    const waiting = this.#writableWaiters;
+    this.#writableWaiters = [];
+    for (const waiter of waiting) {
+      if (all || backlog <= waiter.lowWater) waiter.resolve();
+      else this.#writableWaiters.push(waiter);
+    }
   }
 
   #notifyAckWaiters(): void {
@@ -445,6 +470,7 @@ export class Connection {
   #onAck(seq: number): void {
     if (this.#window.ack(seq) > 0) {
       this.#releaseBacklog();
+      if (this.#writableWaiters.length > 0) this.#notifyWritable(false);
       if (this.#ackWaiters.length > 0 && this.#allAcknowledged()) this.#notifyAckWaiters();
     }
   }
@@ -546,6 +572,7 @@ export class Connection {
     this.#readyResolvers.reject(error);
     this.onStatus({ type: "closed", ...(this.#closeError && { error: this.#closeError }) });
     this.#notifyAckWaiters();
+    this.#notifyWritable(true);
     this.#closed.resolve();
   }
 }

@@ -36,10 +36,9 @@ export function hermesStream(window: number): StreamPeer {
               const batch = Math.min(highWater - connection.backlogged, n - sent);
               for (let i = 0; i < batch; i++) connection.send(createEvent("bench-sender", ROUTE, PAYLOAD_128));
               sent += batch;
-              // No "credit freed" event on Connection: look again after the acks of a millisecond.
-              while (sent < n && connection.backlogged > lowWater) {
+              if (sent < n && connection.backlogged > lowWater) {
+                await connection.whenWritable(lowWater);
                 if (!connection.isOpen) throw new Error("hermes stream: connection closed mid-burst");
-                await Bun.sleep(1);
               }
             }
             if (!(await connection.whenAcknowledged(60_000))) {
