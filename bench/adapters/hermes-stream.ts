@@ -21,7 +21,7 @@ export function hermesStream(window: number): StreamPeer {
   return {
     name: `hermes window ${window}`,
     async open({ dir, placement }: PeerEnv): Promise<StreamSession> {
-      const path = join(dir, `hermes-sink-w${window}-cpu${placement.childCpu ?? "any"}.sock`);
+      const path = join(dir, `hermes-sink-w${window}-cpu${placement.childCpu ?? "all"}.sock`);
       const fixture = await spawnFixture(FIXTURE, [path, String(window)], placement);
       try {
         const connection = await dial({ path }, { node: "bench-sender" });

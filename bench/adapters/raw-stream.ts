@@ -27,7 +27,7 @@ function frameBatch(): Uint8Array {
 export const rawStream: StreamPeer = {
   name: "raw socket",
   async open({ dir, placement }: PeerEnv): Promise<StreamSession> {
-    const path = join(dir, `raw-sink-cpu${placement.childCpu ?? "any"}.sock`);
+    const path = join(dir, `raw-sink-cpu${placement.childCpu ?? "all"}.sock`);
     const fixture = await spawnFixture(FIXTURE, [path], placement);
     const batch = frameBatch();
     let acked = 0; // cumulative count from the receiver

@@ -17,6 +17,9 @@ export interface Placement {
 export const SAME_CORE: Placement = { name: "same core", childCpu: 0 };
 export const CROSS_CORE: Placement = { name: "cross core", childCpu: 1 };
 export const UNPINNED: Placement = { name: "unpinned" };
+/** Both processes free to use every core, while the harness is otherwise pinned (for throughput, where the
+ * scheduler spreading each process's helper threads, GC above all, is part of the answer). */
+export const BOTH_CORES: Placement = { name: "unpinned, both cores" };
 
 let tasksetPath: string | null | undefined;
 
@@ -41,14 +44,17 @@ export function availablePlacements(): { placements: Placement[]; note?: string 
 /** The command prefix that runs a child on its placement's cpu (empty when unpinned). */
 export function pinPrefix(placement: Placement): string[] {
   const path = taskset();
-  return path && placement.childCpu !== undefined ? [path, "-c", String(placement.childCpu)] : [];
+  if (!path) return [];
+  // A child inherits the harness's own pinning, so "both cores" must widen it explicitly.
+  if (placement === BOTH_CORES) return [path, "-c", `0-${availableParallelism() - 1}`];
+  return placement.childCpu !== undefined ? [path, "-c", String(placement.childCpu)] : [];
 }
 
 /**
  * Pins every thread of this process to `cpu` and returns a function restoring the previous
  * mask. Does nothing (and restores nothing) without taskset.
  */
-export function pinSelf(cpu: number): () => void {
+export function pinSelf(cpu: number | string): () => void {
   const path = taskset();
   if (!path) return () => {};
   const before = Bun.spawnSync([path, "-p", String(process.pid)]).stdout.toString();

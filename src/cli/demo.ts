@@ -1,9 +1,25 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RequestChannel } from "../../mesh/request-channel.ts";
 import { dial } from "../../mesh/transport.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
+
+/** `hermes-mesh demo [--seconds N]`: parses its arguments and runs the demo. */
+export async function runDemoCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { seconds: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    console.log("Usage: hermes-mesh demo [--seconds N]\n\nStarts an echo peer in its own process on a private Unix socket and talks to it;\nthe last N seconds (default 2) measure round-trip latency.");
+    return 0;
+  }
+  const seconds = values.seconds === undefined ? 2 : Number(values.seconds);
+  if (!(seconds > 0 && seconds <= 3600)) {
+    console.error(`hermes-mesh demo: --seconds must be a number of seconds between 0 and 3600, got '${values.seconds}'`);
+    return 2;
+  }
+  return runDemo(seconds);
+}
 
 /**
  * `hermes-mesh demo`: starts an echo peer in its own process on a private Unix socket and

@@ -1,50 +1,69 @@
 #!/usr/bin/env bun
-import { parseArgs } from "node:util";
 import { VERSION } from "../version.ts";
 
-const HELP = `hermes-mesh ${VERSION}: a Bun-native actor runtime for multi-agent systems
+/** One subcommand: a line of help and a lazily loaded runner that parses its own arguments. */
+interface Command {
+  usage: string;
+  summary: string;
+  run: (argv: string[]) => Promise<number>;
+}
 
-Usage: hermes-mesh <command> [options]
+const COMMANDS: Record<string, Command> = {
+  demo: {
+    usage: "demo [--seconds N]",
+    summary: "start an echo peer process and talk to it over a Unix socket",
+    run: async (argv) => (await import("./demo.ts")).runDemoCommand(argv),
+  },
+  bench: {
+    usage: "bench [scenario...] [--quick] [--json out.json] [--duration s]",
+    summary: "run benchmarks against the raw socket (see docs/benchmarks.md)",
+    run: async (argv) => (await import("../../bench/cli.ts")).runBenchCommand(argv),
+  },
+};
+
+function help(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  const lines = Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`);
+  return `hermes-mesh ${VERSION}: a Bun-native actor runtime for multi-agent systems
+
+Usage: hermes-mesh <command> [options]     (hermes-mesh <command> --help for its options)
 
 Commands:
-  demo [--seconds N]    start an echo peer process and talk to it over a Unix socket
-  bench [scenario...]   run benchmarks (see docs/benchmarks.md)
-  help                  show this help
-  version               print the version
-
-Options:
-  -h, --help            show this help
-  -v, --version         print the version
+${lines.join("\n")}
+  help | --help | -h
+  version | --version | -v
 `;
+}
 
 /** Entry point of the `hermes-mesh` command. Returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const command = positionals[0];
-  if (values.version || command === "version") {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    console.log(help());
+    return 0;
+  }
+  if (command === "version" || command === "--version" || command === "-v") {
     console.log(VERSION);
     return 0;
   }
-  if (values.help || command === undefined || command === "help") {
-    console.log(HELP);
-    return 0;
+  const entry = COMMANDS[command];
+  if (!entry) {
+    console.error(`hermes-mesh: unknown command '${command}'\n\n${help()}`);
+    return 2;
   }
-  if (command === "demo") {
-    const { runDemo } = await import("./demo.ts");
-    const seconds = Number(argv[argv.indexOf("--seconds") + 1]);
-    return runDemo(argv.includes("--seconds") && seconds > 0 ? seconds : 2);
+  try {
+    return await entry.run(rest);
+  } catch (error) {
+    // Bad arguments and operational failures get one clear line, not a stack trace.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`hermes-mesh ${command}: ${(error as Error).message}\nUsage: hermes-mesh ${entry.usage}`);
+      return 2;
+    }
+    const prefix = typeof code === "number" ? `error ${code}: ` : "";
+    console.error(`hermes-mesh ${command}: ${prefix}${error instanceof Error ? error.message : String(error)}`);
+    return 1;
   }
-  if (command === "bench") {
-    const { runBenchCommand } = await import("../../bench/cli.ts");
-    return runBenchCommand(argv.slice(1));
-  }
-  console.error(`hermes-mesh: unknown command '${command}'\n\n${HELP}`);
-  return 2;
 }
 
 if (import.meta.main) process.exit(await main(process.argv.slice(2)));
