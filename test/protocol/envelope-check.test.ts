@@ -1,19 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { sampleRequest } from "./sample-envelope.ts";
 import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../src/protocol/envelope-check.ts";
 import { HermesError } from "../../src/protocol/hermes-error.ts";
 
-const base = {
-  message_id: "01JGFJJZ000000000000000001",
-  message_type: "request",
-  trace_id: "trace-1",
-  source_agent: "cli",
-  target_agent: "echo",
-  reply_to: "cli",
-  timestamp: 1_735_689_600_000,
-  ttl: 60_000,
-  seq: 1,
-  payload: { text: "hi" },
-};
+const base = sampleRequest();
 
 describe("isValidEnvelope", () => {
   test("accepts a valid envelope and rejects non-maps", () => {

@@ -1,17 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { sampleRequest } from "./sample-envelope.ts";
 import { DEFAULT_PRIORITY, DEFAULT_TTL_MS, EnvelopeSchema, PayloadSchema } from "../../src/protocol/envelope.ts";
 
-const base = {
-  message_id: "01JGFJJZ000000000000000001",
-  message_type: "request",
-  trace_id: "trace-1",
-  source_agent: "cli",
-  target_agent: "echo",
-  reply_to: "cli",
-  timestamp: 1_735_689_600_000,
-  ttl: 60_000,
-  payload: {},
-};
+const { seq: _seq, ...base } = sampleRequest({ payload: {} });
 
 const issuePaths = (value: unknown) => {
   const result = EnvelopeSchema.safeParse(value);

@@ -1,19 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { sampleRequest } from "./sample-envelope.ts";
 import type { Envelope } from "../../src/protocol/envelope.ts";
 import { arrivedExpired, forwardEnvelope, remainingTtl, ttlDeadline } from "../../src/protocol/ttl.ts";
 
-const envelope = (ttl: number): Envelope => ({
-  message_id: "01JGFJJZ000000000000000001",
-  message_type: "request",
-  trace_id: "trace-1",
-  source_agent: "cli",
-  target_agent: "echo",
-  reply_to: "cli",
-  timestamp: 1_735_689_600_000,
-  ttl,
-  seq: 4,
-  payload: { text: "hi" },
-});
+const envelope = (ttl: number): Envelope => sampleRequest({ ttl, seq: 4 });
 
 describe("forwardEnvelope", () => {
   test("subtracts the time held", () => {
