@@ -5,6 +5,7 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 import { MessageType } from "../src/protocol/message-types.ts";
 import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
 import type { Connection } from "./connection.ts";
+import { PendingRequests } from "./pending-requests.ts";
 import { ServedRequest } from "./served-request.ts";
 
 /** What a request handler gets besides the envelope. */
@@ -30,14 +31,6 @@ export interface RequestOptions extends EnvelopeOptions {
   onProgress?: (payload: Payload, envelope: Envelope) => void;
 }
 
-interface Pending {
-  request: Envelope;
-  resolve: (response: Envelope) => void;
-  reject: (error: HermesError) => void;
-  onProgress?: RequestOptions["onProgress"];
-  timer: ReturnType<typeof setTimeout>;
-  cleanup: () => void;
-}
 
 /**
  * Request/response, progress and cancel over one connection, in both directions: either side
@@ -54,7 +47,9 @@ export class RequestChannel {
   handler: RequestHandler | undefined;
   /** Incoming events. */
   onEvent: (event: Envelope) => void = () => {};
-  #pending = new Map<string, Pending>();
+  #pending = new PendingRequests((request, error) => {
+    if (this.connection.isOpen) this.connection.send(createCancel(request, error.message));
+  });
   #serving = new Map<string, ServedRequest>();
 
   constructor(connection: Connection, node: string, handler?: RequestHandler) {
@@ -70,28 +65,13 @@ export class RequestChannel {
     const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
     const request = createRequest(this.node, route, payload, options);
     request.ttl = options.ttl ?? timeoutMs;
-    const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
-    const onAbort = () => this.#giveUp(request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs }));
-    const timer = setTimeout(
-      () => this.#giveUp(request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })),
-      timeoutMs,
-    );
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    this.#pending.set(request.message_id, {
-      request,
-      resolve,
-      reject,
-      onProgress: options.onProgress,
-      timer,
-      cleanup: () => options.signal?.removeEventListener("abort", onAbort),
-    });
+    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {
       this.connection.send(request);
     } catch (error) {
-      this.#settlePending(request.message_id);
-      reject(HermesError.from(error, ErrorCode.UNAVAILABLE));
+      this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
     }
-    return promise;
+    return answer;
   }
 
   /** Sends an event (no answer expected). */
@@ -104,42 +84,19 @@ export class RequestChannel {
     return this.#pending.size;
   }
 
-  #giveUp(messageId: string, error: HermesError): void {
-    const pending = this.#settlePending(messageId);
-    if (!pending) return;
-    if (this.connection.isOpen) this.connection.send(createCancel(pending.request, error.message));
-    pending.reject(error);
-  }
-
-  #settlePending(messageId: string): Pending | undefined {
-    const pending = this.#pending.get(messageId);
-    if (!pending) return undefined;
-    this.#pending.delete(messageId);
-    clearTimeout(pending.timer);
-    pending.cleanup();
-    return pending;
-  }
-
   #dispatch(env: Envelope, seq: number): void {
     switch (env.message_type) {
       case MessageType.REQUEST:
         this.#serve(env, seq);
         return;
-      case MessageType.RESPONSE:
-        this.#settlePending(env.correlation_id!)?.resolve(env);
-        break;
-      case MessageType.ERROR:
-        this.#settlePending(env.correlation_id!)?.reject(HermesError.fromWire(env));
-        break;
-      case MessageType.PROGRESS:
-        this.#pending.get(env.correlation_id!)?.onProgress?.(env.payload, env);
-        break;
       case MessageType.CANCEL:
         this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled")));
         break;
       case MessageType.EVENT:
         this.onEvent(env);
         break;
+      default:
+        this.#pending.handle(env);
     }
     this.connection.settle(seq);
   }
@@ -184,9 +141,7 @@ export class RequestChannel {
   }
 
   #failAll(): void {
-    for (const id of [...this.#pending.keys()]) {
-      this.#settlePending(id)?.reject(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
-    }
+    this.#pending.failAll(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
     for (const served of this.#serving.values()) served.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
   }
 }
