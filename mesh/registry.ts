@@ -1,0 +1,280 @@
+import { z } from "zod";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { RegistryEntry } from "./registry-entry.ts";
+import { TopicIndex, validatePattern } from "./topic-pattern.ts";
+
+const EntrySchema = z.object({
+  name: z.string().min(1),
+  instance: z.int().min(0),
+  address: z.string().min(1),
+  id: z.string().min(1),
+  socket: z.string(),
+  capabilities: z.array(z.string()),
+  subscriptions: z.array(z.string()),
+  health: z.enum(["starting", "healthy", "unhealthy", "down"]),
+  pid: z.int().optional(),
+  restarts: z.int().min(0),
+  queueDepth: z.int().min(0),
+  inFlight: z.int().min(0),
+  updatedAt: z.number(),
+}) satisfies z.ZodType<RegistryEntry>;
+
+/** What a patch may change: anything but the address, which is the key. */
+export type RegistryPatch = Partial<Omit<RegistryEntry, "address">>;
+
+/**
+ * One change to the registry. Plain JSON-able objects: the supervisor sends them to every actor
+ * as event payloads, and each actor applies them to its own copy.
+ */
+export const RegistryUpdateSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("snapshot"), entries: z.array(EntrySchema) }),
+  z.object({ type: z.literal("upsert"), entry: EntrySchema }),
+  z.object({ type: z.literal("patch"), address: z.string(), changes: EntrySchema.omit({ address: true }).partial() }),
+  z.object({ type: z.literal("remove"), address: z.string() }),
+]);
+export type RegistryUpdate = z.infer<typeof RegistryUpdateSchema>;
+
+/**
+ * Checks an update that arrived from the wire; throws HermesError code 2 when it is malformed.
+ *
+ * @example
+ * registry.applyUpdate(parseRegistryUpdate(envelope.payload));
+ */
+export function parseRegistryUpdate(value: unknown): RegistryUpdate {
+  const result = RegistryUpdateSchema.safeParse(value);
+  if (result.success) return result.data;
+  const reason = result.error.issues.map((i) => `${i.path.join(".") || "update"}: ${i.message}`).join("; ");
+  throw new HermesError(ErrorCode.INVALID_REQUEST, `malformed registry update: ${reason}`, { reason });
+}
+
+/** The instances of one actor whose subscriptions match a topic: a pool gets one delivery, to one of them. */
+export interface SubscriberGroup {
+  name: string;
+  /** In instance order. */
+  instances: RegistryEntry[];
+}
+
+/** Fields whose change moves an entry between indexes (everything else is load and health). */
+const INDEXED = ["name", "instance", "id", "capabilities", "subscriptions"] as const;
+
+/**
+ * The mesh registry: every actor instance by address, with indexes for routing by name, stable
+ * id, capability and topic. The supervisor owns the original; actors keep a copy current by
+ * applying the updates it sends. Entries handed out are the stored objects: treat them as
+ * read-only and change them through `patch`.
+ *
+ * @example
+ * const registry = new Registry();
+ * registry.onUpdate((update) => broadcast(update));
+ * registry.upsert(entry);
+ * registry.patch("echo#1", { health: "healthy" });
+ * registry.subscribersOf("demo.hello"); // [{ name: "echo", instances: [echo#0, echo#1] }]
+ */
+export class Registry {
+  #byAddress = new Map<string, RegistryEntry>();
+  /** name → addresses in instance order. Indexes hold addresses so load patches touch one map. */
+  #byName = new Map<string, string[]>();
+  #byId = new Map<string, string>();
+  #byCapability = new Map<string, Set<string>>();
+  #topics = new TopicIndex<string>();
+  #listeners = new Set<(update: RegistryUpdate) => void>();
+
+  /** Adds or replaces the entry with `entry.address`. */
+  upsert(entry: RegistryEntry): void {
+    this.applyUpdate({ type: "upsert", entry });
+  }
+
+  /** Changes some fields of an entry; false (and no notification) when the address is unknown. */
+  patch(address: string, changes: RegistryPatch): boolean {
+    return this.applyUpdate({ type: "patch", address, changes });
+  }
+
+  /** Removes an entry; false when the address is unknown. */
+  remove(address: string): boolean {
+    return this.applyUpdate({ type: "remove", address });
+  }
+
+  /** Every entry, in insertion order. */
+  snapshot(): RegistryEntry[] {
+    return [...this.#byAddress.values()];
+  }
+
+  /**
+   * Applies one update and notifies the listeners with it. Returns false (notifying nobody)
+   * for a patch or remove of an unknown address. Throws HermesError code 2, changing nothing,
+   * when an entry carries an invalid subscription pattern.
+   */
+  applyUpdate(update: RegistryUpdate): boolean {
+    switch (update.type) {
+      case "snapshot": {
+        const entries = update.entries.map(copy);
+        entries.forEach(checkPatterns);
+        for (const entry of [...this.#byAddress.values()]) this.#delete(entry);
+        for (const entry of entries) this.#put(entry);
+        break;
+      }
+      case "upsert": {
+        const entry = copy(update.entry);
+        checkPatterns(entry);
+        this.#put(entry);
+        break;
+      }
+      case "patch": {
+        const old = this.#byAddress.get(update.address);
+        if (!old) return false;
+        const entry = copy({ ...old, ...update.changes, address: old.address });
+        checkPatterns(entry);
+        if (INDEXED.some((key) => key in update.changes)) {
+          this.#delete(old);
+          this.#insert(entry);
+        } else {
+          this.#byAddress.set(entry.address, entry);
+        }
+        break;
+      }
+      case "remove": {
+        const old = this.#byAddress.get(update.address);
+        if (!old) return false;
+        this.#delete(old);
+        break;
+      }
+    }
+    this.#notify(update);
+    return true;
+  }
+
+  /**
+   * Calls `listener` with every update applied from now on; returns the function that stops it.
+   *
+   * @example
+   * const stop = registry.onUpdate((u) => connection.send(createEvent("mesh.registry", u)));
+   */
+  onUpdate(listener: (update: RegistryUpdate) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  byAddress(address: string): RegistryEntry | undefined {
+    return this.#byAddress.get(address);
+  }
+
+  /** All instances of an actor name, in instance order. */
+  byName(name: string): RegistryEntry[] {
+    return this.#entries(this.#byName.get(name) ?? []);
+  }
+
+  byId(stableId: string): RegistryEntry | undefined {
+    const address = this.#byId.get(stableId);
+    return address === undefined ? undefined : this.#byAddress.get(address);
+  }
+
+  /**
+   * The candidates for a `target_agent`: every instance for an actor name, the one instance for
+   * a "name#i" address or a stable id, or none.
+   *
+   * @example
+   * registry.resolveTarget("echo");   // [echo#0, echo#1]
+   * registry.resolveTarget("echo#1"); // [echo#1]
+   */
+  resolveTarget(target: string): RegistryEntry[] {
+    const pool = this.#byName.get(target);
+    if (pool) return this.#entries(pool);
+    const entry = this.#byAddress.get(target) ?? this.byId(target);
+    return entry ? [entry] : [];
+  }
+
+  /** Every instance declaring `capability`, whatever its health (the scheduler filters). */
+  withCapability(capability: string): RegistryEntry[] {
+    return this.#entries(this.#byCapability.get(capability) ?? []);
+  }
+
+  /**
+   * The actors subscribed to `topic`, one group per actor name (sorted by name), each listing
+   * the instances whose patterns match: deliver once per group, to an instance you pick.
+   */
+  subscribersOf(topic: string): SubscriberGroup[] {
+    const groups = new Map<string, RegistryEntry[]>();
+    for (const entry of this.#entries(this.#topics.match(topic))) {
+      const group = groups.get(entry.name);
+      if (group) group.push(entry);
+      else groups.set(entry.name, [entry]);
+    }
+    return [...groups]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, instances]) => ({ name, instances: instances.sort((a, b) => a.instance - b.instance) }));
+  }
+
+  /** The actor names in the registry, sorted: the `known` field of an UNROUTABLE (code 8) error. */
+  known(): string[] {
+    return [...this.#byName.keys()].sort();
+  }
+
+  #entries(addresses: Iterable<string>): RegistryEntry[] {
+    const out: RegistryEntry[] = [];
+    for (const address of addresses) {
+      const entry = this.#byAddress.get(address);
+      if (entry) out.push(entry);
+    }
+    return out;
+  }
+
+  /** Inserts, replacing any entry at the same address. */
+  #put(entry: RegistryEntry): void {
+    const old = this.#byAddress.get(entry.address);
+    if (old) this.#delete(old);
+    this.#insert(entry);
+  }
+
+  #insert(entry: RegistryEntry): void {
+    const { address } = entry;
+    this.#byAddress.set(address, entry);
+    const pool = this.#byName.get(entry.name) ?? [];
+    pool.push(address);
+    pool.sort((a, b) => this.#byAddress.get(a)!.instance - this.#byAddress.get(b)!.instance);
+    this.#byName.set(entry.name, pool);
+    this.#byId.set(entry.id, address);
+    for (const capability of entry.capabilities) {
+      const set = this.#byCapability.get(capability) ?? new Set();
+      this.#byCapability.set(capability, set.add(address));
+    }
+    for (const pattern of entry.subscriptions) this.#topics.add(pattern, address);
+  }
+
+  #delete(entry: RegistryEntry): void {
+    const { address } = entry;
+    this.#byAddress.delete(address);
+    const pool = this.#byName.get(entry.name)?.filter((a) => a !== address) ?? [];
+    if (pool.length > 0) this.#byName.set(entry.name, pool);
+    else this.#byName.delete(entry.name);
+    if (this.#byId.get(entry.id) === address) this.#byId.delete(entry.id);
+    for (const capability of entry.capabilities) {
+      const set = this.#byCapability.get(capability);
+      set?.delete(address);
+      if (set?.size === 0) this.#byCapability.delete(capability);
+    }
+    for (const pattern of entry.subscriptions) this.#topics.remove(pattern, address);
+  }
+
+  #notify(update: RegistryUpdate): void {
+    // Every listener hears every update even if an earlier one throws; the first error is rethrown.
+    let failure: { error: unknown } | undefined;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(update);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+  }
+}
+
+/** Stored entries are private copies, so a caller mutating its object cannot desync the indexes. */
+function copy(entry: RegistryEntry): RegistryEntry {
+  return { ...entry, capabilities: [...entry.capabilities], subscriptions: [...entry.subscriptions] };
+}
+
+function checkPatterns(entry: RegistryEntry): void {
+  for (const pattern of entry.subscriptions) validatePattern(pattern);
+}
