@@ -67,8 +67,21 @@ const HOUSEKEEPING_MS = 250;
 export class Connection {
   readonly role: "dialer" | "acceptor";
   readonly options: Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;
-  /** Set by the owner before traffic flows. */
-  onEnvelope: EnvelopeHandler = () => {};
+  /**
+   * Receives every valid envelope. Until an owner sets it, envelopes are held (a peer may send
+   * the moment its hello is out, before the dialing side has wired its handler) and handed
+   * over, in order, when it is set.
+   */
+  get onEnvelope(): EnvelopeHandler {
+    return this.#onEnvelope ?? this.#hold;
+  }
+
+  set onEnvelope(handler: EnvelopeHandler) {
+    this.#onEnvelope = handler;
+    const held = this.#held;
+    this.#held = [];
+    for (const [env, seq] of held) this.#deliver(env, seq);
+  }
   /** Status changes: open, unhealthy, healthy, closed. */
   onStatus: (status: ConnectionStatus) => void = () => {};
   /** The peer's hello, once received. */
@@ -95,6 +108,9 @@ export class Connection {
   #pingOutstanding = false;
   #lastPingSent = 0;
   #ackWaiters: Array<() => void> = [];
+  #onEnvelope: EnvelopeHandler | undefined;
+  #held: Array<[Envelope, number]> = [];
+  #hold: EnvelopeHandler = (env, seq) => void this.#held.push([env, seq]);
   #writableWaiters: Array<{ lowWater: number; resolve: () => void }> = [];
   #stats = { pingsSent: 0, pongsReceived: 0, badFrames: 0 };
   /** Received seqs to settle once a parked answer goes on the wire (end-to-end backpressure). */
@@ -421,11 +437,15 @@ export class Connection {
       return;
     }
     this.#badFrames = 0;
+    this.#deliver(value, seq);
+  }
+
+  #deliver(env: Envelope, seq: number): void {
     try {
-      this.onEnvelope(value, seq, this);
+      this.onEnvelope(env, seq, this);
     } catch (error) {
       // An owner's handler threw: the peer gets code 7, the connection carries on.
-      this.#reply(value, HermesError.from(error, ErrorCode.INTERNAL));
+      this.#reply(env, HermesError.from(error, ErrorCode.INTERNAL));
       this.settle(seq);
     }
   }

@@ -14,6 +14,16 @@ import type { RequestContext } from "./request-channel.ts";
  */
 export class ServedRequest implements RequestContext {
   readonly deadline: number;
+  /** The request being answered. */
+  get request(): Envelope {
+    return this.#request;
+  }
+
+  /** True once an answer (of any kind) has gone. */
+  get done(): boolean {
+    return this.#done;
+  }
+
   #request: Envelope;
   #node: string;
   #answer: (reply: Envelope) => void;

@@ -1,0 +1,101 @@
+import { createEvent } from "../src/protocol/envelope-factory.ts";
+import type { Payload } from "../src/protocol/envelope.ts";
+import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
+import type { RegistryEntry } from "./registry-entry.ts";
+import { parseRegistryUpdate, type Registry } from "./registry.ts";
+import { RequestChannel } from "./request-channel.ts";
+import { dial } from "./transport.ts";
+
+/** Options of a control-plane connection. */
+export interface ControlClientOptions {
+  dir: string;
+  /** This member's address. */
+  address: string;
+  /** Kept current with the supervisor's updates. */
+  registry: Registry;
+  token?: string;
+  /** Called after each registry update is applied (links use it to redial revived peers). */
+  onUpdate?: (registry: Registry) => void;
+}
+
+const CONTROL_TIMEOUT_MS = 10_000;
+
+/**
+ * A member's connection to the supervisor: registration, readiness, heartbeats, and the
+ * registry snapshot plus every later update, applied to a local Registry.
+ */
+export class ControlClient {
+  readonly channel: RequestChannel;
+  #options: ControlClientOptions;
+
+  private constructor(channel: RequestChannel, options: ControlClientOptions) {
+    this.channel = channel;
+    this.#options = options;
+    channel.onEvent = (event) => {
+      if (event.payload.op !== ControlOp.REGISTRY) return;
+      options.registry.applyUpdate(parseRegistryUpdate(event.payload.update));
+      options.onUpdate?.(options.registry);
+    };
+  }
+
+  /** Connects to `<dir>/supervisor.sock`. Rejects with code 10 when no mesh runs there. */
+  static async connect(options: ControlClientOptions): Promise<ControlClient> {
+    const connection = await dial({ path: controlSocketPath(options.dir) }, {
+      node: options.address,
+      ...(options.token !== undefined && { token: options.token }),
+    });
+    return new ControlClient(new RequestChannel(connection, options.address), options);
+  }
+
+  /** Resolves when the supervisor connection closes (the supervisor is gone). */
+  get closed(): Promise<void> {
+    return this.channel.connection.closed;
+  }
+
+  /** An actor instance introduces itself; the registry snapshot comes back. */
+  async register(pid: number, declared: { capabilities: readonly string[]; subscriptions: readonly string[] }): Promise<{ heartbeatMs: number }> {
+    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, pid, ...declared });
+    this.#applySnapshot(reply.entries as RegistryEntry[]);
+    return { heartbeatMs: Number(reply.heartbeat_ms) || 1000 };
+  }
+
+  /** A program outside the tree joins (optionally listening on `socket` for what it subscribes to). */
+  async join(socket: string | undefined, subscriptions: readonly string[]): Promise<void> {
+    const reply = await this.#call({ op: ControlOp.JOIN, address: this.#options.address, ...(socket && { socket }), subscriptions });
+    this.#applySnapshot(reply.entries as RegistryEntry[]);
+  }
+
+  /** Replaces this member's topic subscriptions. */
+  async subscribe(subscriptions: readonly string[]): Promise<void> {
+    await this.#call({ op: ControlOp.SUBSCRIBE, address: this.#options.address, subscriptions });
+  }
+
+  /** Listening and initialised: the supervisor marks this instance healthy. */
+  async ready(): Promise<void> {
+    await this.#call({ op: ControlOp.READY, address: this.#options.address });
+  }
+
+  /** The registry with process details. */
+  async ps(): Promise<Payload> {
+    return this.#call({ op: ControlOp.PS });
+  }
+
+  /** Sends a heartbeat with load figures (no answer). */
+  heartbeat(load: { queue_depth: number; in_flight: number; handled: number; dead_letters: number }): void {
+    if (!this.channel.connection.isOpen) return;
+    this.channel.emit(createEvent(this.#options.address, { target_agent: SUPERVISOR_ADDRESS }, { op: ControlOp.HEARTBEAT, ...load }));
+  }
+
+  async close(): Promise<void> {
+    await this.channel.connection.close();
+  }
+
+  async #call(payload: Payload): Promise<Payload> {
+    return (await this.channel.request({ target_agent: SUPERVISOR_ADDRESS }, payload, { timeoutMs: CONTROL_TIMEOUT_MS })).payload;
+  }
+
+  #applySnapshot(entries: RegistryEntry[]): void {
+    this.#options.registry.applyUpdate({ type: "snapshot", entries });
+    this.#options.onUpdate?.(this.#options.registry);
+  }
+}

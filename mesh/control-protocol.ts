@@ -1,0 +1,51 @@
+/**
+ * The control plane between the supervisor and the mesh's members, carried as ordinary Hermes
+ * envelopes (request/response and events) on `<mesh dir>/supervisor.sock`. Payloads are plain
+ * maps with an `op`; what they carry is documented in docs/protocol.md ("Control plane").
+ */
+import { join } from "node:path";
+
+/** Address of the supervisor on the control socket. */
+export const SUPERVISOR_ADDRESS = "supervisor";
+
+/** The control socket of a mesh directory. */
+export function controlSocketPath(dir: string): string {
+  return join(dir, "supervisor.sock");
+}
+
+/** The socket an actor instance listens on: `<dir>/<name>.sock`, or `<dir>/<name>.<i>.sock` in a pool. */
+export function actorSocketPath(dir: string, name: string, instance: number, poolSize: number): string {
+  return join(dir, poolSize > 1 ? `${name}.${instance}.sock` : `${name}.sock`);
+}
+
+/** An instance's address: its name, or `name#i` in a pool. */
+export function actorAddress(name: string, instance: number, poolSize: number): string {
+  return poolSize > 1 ? `${name}#${instance}` : name;
+}
+
+export const ControlOp = {
+  /** actor → supervisor (request): I am this instance (pid, what my module declares); answer: registry snapshot. */
+  REGISTER: "register",
+  /** actor → supervisor (request): listening and initialised; mark me healthy. */
+  READY: "ready",
+  /** actor → supervisor (event): alive, with load figures. */
+  HEARTBEAT: "heartbeat",
+  /** client → supervisor (request): a program outside the tree joins (connectMesh); answer: snapshot. */
+  JOIN: "join",
+  /** client → supervisor (request): replace my topic subscriptions. */
+  SUBSCRIBE: "subscribe",
+  /** anyone → supervisor (request): the registry with process details, for `hermes-mesh ps`. */
+  PS: "ps",
+  /** supervisor → members (event): a registry update to apply. */
+  REGISTRY: "registry",
+} as const;
+export type ControlOp = (typeof ControlOp)[keyof typeof ControlOp];
+
+/** Load figures an actor reports in each heartbeat. */
+export interface HeartbeatPayload {
+  op: typeof ControlOp.HEARTBEAT;
+  queue_depth: number;
+  in_flight: number;
+  handled: number;
+  dead_letters: number;
+}

@@ -1,0 +1,348 @@
+import { createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route } from "../src/protocol/envelope-factory.ts";
+import type { Envelope, Payload } from "../src/protocol/envelope.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+import { MessageType } from "../src/protocol/message-types.ts";
+import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
+import type { Connection, ConnectionOptions } from "./connection.ts";
+import { DedupeCache } from "./dedupe-cache.ts";
+import { PeerLink } from "./peer-link.ts";
+import { PendingRequests } from "./pending-requests.ts";
+import type { RegistryEntry } from "./registry-entry.ts";
+import { Router, type InstancePicker, type RouteTable } from "./router.ts";
+import { ServedRequest } from "./served-request.ts";
+import { listen, type Listener } from "./transport.ts";
+
+/** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
+export interface InboundEvent {
+  envelope: Envelope;
+  done(): void;
+}
+
+/** An envelope that could not be delivered, kept for inspection. */
+export interface DeadLetter {
+  envelope: Envelope;
+  destination: string;
+  error: ReturnType<HermesError["toPayload"]>;
+  at: number;
+}
+
+/** Settings of a mesh participant. */
+export interface MeshNodeOptions {
+  /** This node's address (its name in hello and in `source_agent`). */
+  address: string;
+  /** Listen here for peers (actors, subscribing clients); omit for a dial-only client. */
+  socketPath?: string;
+  /** Where names, capabilities and topics resolve (the registry snapshot). */
+  routes: RouteTable & { byAddress(address: string): RegistryEntry | undefined };
+  /** The scheduler's choice among candidate instances. */
+  pick: InstancePicker;
+  /** Requests for this node. Answer through the ServedRequest (respond / fail). */
+  onRequest?: (request: ServedRequest) => void;
+  /** Events for this node. */
+  onEvent?: (event: InboundEvent) => void;
+  /** Mesh token, sent when dialing and required from peers. */
+  token?: string;
+  /** Credit window offered to peers. */
+  window?: number;
+  /** Deliveries before dead-lettering. Default 10. */
+  maxAttempts?: number;
+  /** The dedupe memory (durable mode passes one backed by its store). */
+  dedupe?: DedupeCache;
+}
+
+/** Options of a request sent through the mesh. */
+export interface MeshRequestOptions extends EnvelopeOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onProgress?: (payload: Payload, envelope: Envelope) => void;
+}
+
+const MAX_DEAD_LETTERS = 1000;
+
+/**
+ * One participant of the mesh (an actor instance or a program using connectMesh): listens for
+ * peers, routes what it sends from its registry view (one hop, no broker), keeps everything
+ * unacknowledged in per-destination links that redeliver after a crash, deduplicates what it
+ * receives, and sends answers back to the requester whichever connection is open.
+ */
+export class MeshNode {
+  readonly address: string;
+  #options: MeshNodeOptions;
+  #router: Router;
+  #listener: Listener | undefined;
+  #links = new Map<string, PeerLink>();
+  #pending: PendingRequests;
+  #serving = new Map<string, ServedRequest>();
+  #dedupe: DedupeCache;
+  /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
+  #duplicates = new Map<string, Array<{ connection: Connection; seq: number }>>();
+  /** Open connections by the peer's node name, for answering on whatever path still exists. */
+  #byPeer = new Map<string, Set<Connection>>();
+  #sentVia = new WeakMap<Envelope, PeerLink>();
+  #deadLetters: DeadLetter[] = [];
+  #closed = false;
+
+  private constructor(options: MeshNodeOptions) {
+    this.address = options.address;
+    this.#options = options;
+    this.#router = new Router(options.routes, options.pick);
+    this.#dedupe = options.dedupe ?? new DedupeCache();
+    this.#pending = new PendingRequests((request, error) => this.#cancelRemote(request, error));
+  }
+
+  /** Creates a node, listening first when it has a socket path. */
+  static async start(options: MeshNodeOptions): Promise<MeshNode> {
+    const node = new MeshNode(options);
+    if (options.socketPath) {
+      node.#listener = await listen({ path: options.socketPath }, {
+        ...node.#connectionOptions(),
+        ...(options.token !== undefined && { requireToken: options.token }),
+        onConnection: (connection) => node.#adoptConnection(connection),
+      });
+    }
+    return node;
+  }
+
+  /** Requests waiting for an answer, envelopes queued for destinations, handlers running. */
+  get stats(): { pending: number; queued: number; inFlight: number; serving: number; deadLetters: number } {
+    let queued = 0;
+    let inFlight = 0;
+    for (const link of this.#links.values()) {
+      queued += link.queued;
+      inFlight += link.inFlight;
+    }
+    return { pending: this.#pending.size, queued, inFlight, serving: this.#serving.size, deadLetters: this.#deadLetters.length };
+  }
+
+  /** Envelopes given up on (attempts exhausted), newest last. */
+  deadLetters(): readonly DeadLetter[] {
+    return this.#deadLetters;
+  }
+
+  /**
+   * Sends a request along a route and resolves with the response envelope. Rejects with the
+   * coded error: 8 unroutable, 3 deadline, 10 attempts exhausted, or whatever the handler answered.
+   */
+  request(route: Route, payload: Payload, options: MeshRequestOptions = {}): Promise<Envelope> {
+    const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
+    const request = createRequest(this.address, route, payload, options);
+    request.ttl = options.ttl ?? timeoutMs;
+    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
+    try {
+      const destinations = this.#router.destinations(route);
+      for (const [i, destination] of destinations.entries()) {
+        const copy = i === 0 ? request : { ...request };
+        const link = this.#link(destination.address);
+        this.#sentVia.set(copy, link);
+        if (i === 0) this.#sentVia.set(request, link);
+        link.send(copy);
+      }
+    } catch (error) {
+      this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
+    }
+    return answer;
+  }
+
+  /** Sends an event along a route (a target, a capability, or every subscriber of a topic). Returns how many destinations it went to. */
+  emit(route: Route, payload: Payload, options: EnvelopeOptions = {}): number {
+    const event = createEvent(this.address, route, payload, options);
+    const destinations = this.#router.destinations(route);
+    for (const [i, destination] of destinations.entries()) this.#link(destination.address).send(i === 0 ? event : { ...event });
+    return destinations.length;
+  }
+
+  /** Publishes an event on a topic to every subscriber; 0 when nobody subscribes (not an error). */
+  publish(topic: string, payload: Payload, options: EnvelopeOptions = {}): number {
+    try {
+      return this.emit({ topic }, payload, options);
+    } catch (error) {
+      if (error instanceof HermesError && error.code === ErrorCode.UNROUTABLE) return 0;
+      throw error;
+    }
+  }
+
+  /** The registry says `address` is (back) up: links waiting for it try at once. */
+  notifyUp(address: string): void {
+    this.#links.get(address)?.notifyUp();
+  }
+
+  /** Stops listening and closes every connection; unanswered requests fail with code 10. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#listener?.close();
+    await Promise.all([...this.#links.values()].map((link) => link.close()));
+    this.#pending.failAll(new HermesError(ErrorCode.UNAVAILABLE, `${this.address} closed`));
+  }
+
+  #connectionOptions(): ConnectionOptions {
+    return {
+      node: this.address,
+      ...(this.#options.window !== undefined && { window: this.#options.window }),
+      ...(this.#options.token !== undefined && { token: this.#options.token }),
+    };
+  }
+
+  #link(address: string): PeerLink {
+    let link = this.#links.get(address);
+    if (!link) {
+      link = new PeerLink({
+        address,
+        socketPath: () => this.#options.routes.byAddress(address)?.socket,
+        connection: this.#connectionOptions(),
+        maxAttempts: this.#options.maxAttempts,
+        onEnvelope: (env, seq, connection) => this.#receive(env, seq, connection),
+        onDeadLetter: (env, error) => this.#deadLetter(env, address, error),
+        onExpired: (env) => this.#expired(env),
+      });
+      this.#links.set(address, link);
+    }
+    return link;
+  }
+
+  #adoptConnection(connection: Connection): void {
+    const peer = connection.peer!.node;
+    let set = this.#byPeer.get(peer);
+    if (!set) this.#byPeer.set(peer, (set = new Set()));
+    set.add(connection);
+    connection.closed.then(() => {
+      set.delete(connection);
+      if (set.size === 0 && this.#byPeer.get(peer) === set) this.#byPeer.delete(peer);
+    });
+    connection.onEnvelope = (env, seq) => this.#receive(env, seq, connection);
+  }
+
+  #receive(env: Envelope, seq: number, connection: Connection): void {
+    switch (env.message_type) {
+      case MessageType.RESPONSE:
+      case MessageType.ERROR:
+      case MessageType.PROGRESS:
+        this.#pending.handle(env);
+        connection.settle(seq);
+        return;
+      case MessageType.CANCEL:
+        this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled by sender")));
+        connection.settle(seq);
+        return;
+    }
+    const id = env.message_id;
+    const seen = this.#dedupe.lookup(id);
+    if (seen) {
+      // A redelivery: never handled twice. A request gets its stored answer again.
+      if (seen.state === "handling") {
+        const waiting = this.#duplicates.get(id);
+        if (waiting) waiting.push({ connection, seq });
+        else this.#duplicates.set(id, [{ connection, seq }]);
+      } else if (seen.answer) {
+        this.#routeReply(seen.answer, connection, seq);
+      } else {
+        connection.settle(seq);
+      }
+      return;
+    }
+    const receivedAt = Date.now();
+    if (env.message_type === MessageType.REQUEST) {
+      if (arrivedExpired(env)) {
+        const reply = createErrorReply(env, this.address, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: env.ttl }));
+        this.#dedupe.complete(id, reply);
+        this.#routeReply(reply, connection, seq);
+        return;
+      }
+      this.#dedupe.begin(id, receivedAt);
+      const served = new ServedRequest(
+        env,
+        ttlDeadline(env, receivedAt),
+        (reply) => this.#answered(served, reply, connection, seq),
+        (payload) => this.#progress(env, payload, connection),
+        this.address,
+      );
+      this.#serving.set(id, served);
+      const onRequest = this.#options.onRequest;
+      if (onRequest) onRequest(served);
+      else served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.address} serves no requests`, { target: this.address, known: [] }));
+      return;
+    }
+    // An event: handled once, acknowledged when the handler says it is done.
+    if (arrivedExpired(env)) {
+      connection.settle(seq);
+      return;
+    }
+    this.#dedupe.begin(id, receivedAt);
+    let finished = false;
+    const done = () => {
+      if (finished) return;
+      finished = true;
+      this.#dedupe.complete(id);
+      connection.settle(seq);
+      this.#settleDuplicates(id);
+    };
+    if (this.#options.onEvent) this.#options.onEvent({ envelope: env, done });
+    else done();
+  }
+
+  #answered(served: ServedRequest, reply: Envelope, connection: Connection, seq: number): void {
+    const id = served.request.message_id;
+    this.#serving.delete(id);
+    this.#dedupe.complete(id, reply);
+    this.#routeReply(reply, connection, seq);
+    this.#settleDuplicates(id);
+  }
+
+  #settleDuplicates(id: string): void {
+    const waiting = this.#duplicates.get(id);
+    if (!waiting) return;
+    this.#duplicates.delete(id);
+    for (const { connection, seq } of waiting) connection.settle(seq);
+  }
+
+  #progress(request: Envelope, payload: Payload, connection: Connection): void {
+    this.#routeReply(createReply(MessageType.PROGRESS, request, this.address, payload), connection);
+  }
+
+  /**
+   * Sends an answer to its requester: on the connection the request came on while it is open,
+   * else on any open connection from that node, else through a link found in the registry.
+   * With none of those, the requester's redelivery will fetch it from the dedupe memory.
+   */
+  #routeReply(reply: Envelope, origin?: Connection, seq?: number): void {
+    if (origin?.isOpen) {
+      origin.send(reply, seq);
+      return;
+    }
+    const to = reply.target_agent!;
+    const open = this.#byPeer.get(to);
+    if (open) {
+      for (const connection of open) {
+        if (connection.isOpen) {
+          connection.send(reply);
+          return;
+        }
+      }
+    }
+    for (const link of this.#links.values()) {
+      if (link.address === to && link.connection) {
+        link.connection.send(reply);
+        return;
+      }
+    }
+    if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
+  }
+
+  #cancelRemote(request: Envelope, error: HermesError): void {
+    const link = this.#sentVia.get(request);
+    if (link?.connection) link.send(createCancel(request, error.message));
+  }
+
+  #deadLetter(env: Envelope, destination: string, error: HermesError): void {
+    this.#deadLetters.push({ envelope: env, destination, error: error.toPayload(), at: Date.now() });
+    if (this.#deadLetters.length > MAX_DEAD_LETTERS) this.#deadLetters.shift();
+    if (env.message_type === MessageType.REQUEST) this.#pending.fail(env.message_id, new HermesError(ErrorCode.UNAVAILABLE, error.message, error.fields));
+  }
+
+  #expired(env: Envelope): void {
+    if (env.message_type === MessageType.REQUEST) {
+      this.#pending.fail(env.message_id, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before the destination was reachable", { ttl: env.ttl }));
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import type { Envelope } from "../src/protocol/envelope.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { Connection, ConnectionOptions, EnvelopeHandler } from "./connection.ts";
+import { dial } from "./transport.ts";
+
+/** How a link finds and treats its destination. */
+export interface PeerLinkOptions {
+  /** Destination address, for errors and logs. */
+  address: string;
+  /** The destination's current socket path (from the registry), or undefined while unknown. */
+  socketPath: () => string | undefined;
+  /** Hello settings of this side. */
+  connection: ConnectionOptions;
+  /** Deliveries before an envelope is dead-lettered. Default 10 (PROTOCOL.md section 4). */
+  maxAttempts?: number;
+  /** Envelopes the peer sends back on this connection (answers to our requests, mostly). */
+  onEnvelope: EnvelopeHandler;
+  /** An envelope ran out of attempts. */
+  onDeadLetter: (env: Envelope, error: HermesError) => void;
+  /** An envelope's ttl ran out while it waited for the destination. */
+  onExpired: (env: Envelope) => void;
+  /** Reconnect backoff: first delay and ceiling, ms. Default 5 and 500. */
+  backoff?: { initialMs?: number; maxMs?: number };
+}
+
+/**
+ * The sending side's hold on one destination instance. Keeps every envelope until the peer
+ * acknowledges it; when the connection breaks (the actor crashed), it redials with backoff
+ * and jitter, one dial at a time, and resends what was unacknowledged with `attempt + 1`,
+ * its ttl reduced by the time spent waiting. Nothing is dropped silently: an envelope leaves
+ * only acknowledged, dead-lettered after `maxAttempts`, or expired.
+ */
+export class PeerLink {
+  readonly address: string;
+  #options: PeerLinkOptions;
+  #maxAttempts: number;
+  #connection: Connection | undefined;
+  #queue: Envelope[] = [];
+  /** Local deadline (ms since epoch) of every envelope handed to this link. */
+  #deadlines = new WeakMap<Envelope, number>();
+  #dialing = false;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #failures = 0;
+  #closed = false;
+  #lastError: HermesError | undefined;
+
+  constructor(options: PeerLinkOptions) {
+    this.address = options.address;
+    this.#options = options;
+    this.#maxAttempts = options.maxAttempts ?? 10;
+  }
+
+  /** The open connection, if any. */
+  get connection(): Connection | undefined {
+    return this.#connection?.isOpen ? this.#connection : undefined;
+  }
+
+  /** Envelopes waiting for the destination (not yet on a connection). */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /** Envelopes on the connection, not yet acknowledged. */
+  get inFlight(): number {
+    return this.#connection ? this.#connection.inFlight + this.#connection.backlogged : 0;
+  }
+
+  /** Hands an envelope to the link; it goes out now or as soon as the destination is reachable. */
+  send(env: Envelope, settles?: { connection: Connection; seq: number }): void {
+    if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
+    if (!this.#deadlines.has(env)) this.#deadlines.set(env, Date.now() + env.ttl);
+    const connection = this.connection;
+    if (connection) {
+      connection.send(env);
+    } else {
+      this.#queue.push(env);
+      this.#ensureDialing();
+    }
+    settles?.connection.settle(settles.seq);
+  }
+
+  /** The destination is (back) up, per the registry: try now instead of waiting out the backoff. */
+  notifyUp(): void {
+    if (this.#closed || this.connection || this.#queue.length === 0) return;
+    this.#failures = 0;
+    if (this.#retryTimer) {
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = undefined;
+    }
+    this.#ensureDialing();
+  }
+
+  /** Opens the connection now (e.g. to be ready before the first message). */
+  async open(): Promise<Connection> {
+    if (this.connection) return this.connection;
+    await this.#dial();
+    if (!this.connection) throw this.#lastError ?? new HermesError(ErrorCode.UNAVAILABLE, `cannot reach ${this.address}`);
+    return this.connection;
+  }
+
+  /** Closes the connection; what is still queued is returned to the caller. */
+  async close(): Promise<Envelope[]> {
+    this.#closed = true;
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    const left = [...this.#queue];
+    this.#queue = [];
+    await this.#connection?.close();
+    return left;
+  }
+
+  #ensureDialing(): void {
+    if (this.#dialing || this.#retryTimer || this.#closed) return;
+    void this.#dial();
+  }
+
+  async #dial(): Promise<void> {
+    if (this.#dialing || this.#closed) return;
+    this.#dialing = true;
+    try {
+      const path = this.#options.socketPath();
+      if (!path) throw new HermesError(ErrorCode.UNROUTABLE, `no socket known for ${this.address}`, { target: this.address });
+      const connection = await dial({ path }, this.#options.connection);
+      if (this.#closed) {
+        await connection.close();
+        return;
+      }
+      this.#adopt(connection);
+    } catch (error) {
+      this.#lastError = HermesError.from(error, ErrorCode.UNAVAILABLE);
+      this.#scheduleRetry();
+    } finally {
+      this.#dialing = false;
+    }
+  }
+
+  #adopt(connection: Connection): void {
+    this.#connection = connection;
+    this.#failures = 0;
+    connection.onEnvelope = this.#options.onEnvelope;
+    connection.closed.then(() => this.#onBroken(connection));
+    const queue = this.#queue;
+    this.#queue = [];
+    const now = Date.now();
+    for (const env of queue) {
+      const remaining = (this.#deadlines.get(env) ?? now + env.ttl) - now;
+      if (remaining <= 0) {
+        this.#options.onExpired(env);
+        continue;
+      }
+      env.ttl = remaining;
+      delete env.seq;
+      connection.send(env);
+    }
+  }
+
+  #onBroken(connection: Connection): void {
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    this.#lastError = connection.closeError ?? new HermesError(ErrorCode.UNAVAILABLE, `connection to ${this.address} closed`);
+    const unacked = connection.unacknowledged();
+    const redeliver: Envelope[] = [];
+    for (const env of unacked) {
+      if (env.seq !== undefined) env.attempt = (env.attempt ?? 1) + 1; // it went out once already
+      if ((env.attempt ?? 1) > this.#maxAttempts) {
+        this.#options.onDeadLetter(env, new HermesError(ErrorCode.UNAVAILABLE, `gave up after ${this.#maxAttempts} delivery attempts to ${this.address}`, {
+          retry_after_ms: 1000,
+          last_error: this.#lastError.message,
+        }));
+      } else {
+        redeliver.push(env);
+      }
+    }
+    this.#queue = [...redeliver, ...this.#queue];
+    if (this.#queue.length > 0 && !this.#closed) this.#scheduleRetry();
+  }
+
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retryTimer || this.#queue.length === 0) return;
+    this.#purgeExpired();
+    if (this.#queue.length === 0) return;
+    const { initialMs = 5, maxMs = 500 } = this.#options.backoff ?? {};
+    const base = Math.min(maxMs, initialMs * 2 ** Math.min(this.#failures++, 16));
+    const delay = base * (0.8 + Math.random() * 0.4);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#ensureDialing();
+    }, delay);
+  }
+
+  #purgeExpired(): void {
+    const now = Date.now();
+    const alive: Envelope[] = [];
+    for (const env of this.#queue) {
+      if ((this.#deadlines.get(env) ?? Infinity) <= now) this.#options.onExpired(env);
+      else alive.push(env);
+    }
+    this.#queue = alive;
+  }
+}

@@ -1,0 +1,77 @@
+import type { Route } from "../src/protocol/envelope-factory.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { RegistryEntry } from "./registry-entry.ts";
+
+/** The registry lookups routing needs (mesh/registry.ts provides them). */
+export interface RouteTable {
+  /** Instances a target names: an actor name (all its instances), an "name#i" address or a stable id. */
+  resolveTarget(target: string): RegistryEntry[];
+  /** Instances declaring a capability. */
+  withCapability(capability: string): RegistryEntry[];
+  /** Subscribers of a topic, one group of instances per subscribing actor (a pool gets one delivery). */
+  subscribersOf(topic: string): Array<{ instances: RegistryEntry[] }>;
+  /** Actor names known, for error messages. */
+  known(): string[];
+}
+
+/** Picks one instance among candidates (the scheduler); undefined when none is usable. */
+export type InstancePicker = (candidates: readonly RegistryEntry[], capability?: string) => RegistryEntry | undefined;
+
+/**
+ * The three routing layers of the seed design, in precedence order (PROTOCOL.md section 3):
+ * `target_agent`, else `topic` (every matching subscriber), else `capability` (one healthy
+ * instance chosen by the scheduler). Nothing matching is code 8 naming what is known.
+ */
+export class Router {
+  #table: RouteTable;
+  #pick: InstancePicker;
+
+  constructor(table: RouteTable, pick: InstancePicker) {
+    this.#table = table;
+    this.#pick = pick;
+  }
+
+  /** The destinations of a route: one instance, or one per subscribing actor for a topic. */
+  destinations(route: Route): RegistryEntry[] {
+    if (route.target_agent !== undefined) {
+      const candidates = this.#table.resolveTarget(route.target_agent);
+      const chosen = this.#choose(candidates);
+      if (!chosen) throw this.#unroutable(`no actor named '${route.target_agent}'`, route.target_agent, candidates);
+      return [chosen];
+    }
+    if (route.topic !== undefined) {
+      const groups = this.#table.subscribersOf(route.topic);
+      const chosen = groups.map((group) => this.#choose(group.instances)).filter((e) => e !== undefined);
+      if (chosen.length === 0) throw this.#unroutable(`no subscriber for topic '${route.topic}'`, route.topic, []);
+      return chosen;
+    }
+    if (route.capability !== undefined) {
+      const candidates = this.#table.withCapability(route.capability);
+      const chosen = this.#choose(candidates, route.capability);
+      if (!chosen) throw this.#unroutable(`no healthy actor with capability '${route.capability}'`, route.capability, candidates);
+      return [chosen];
+    }
+    throw new HermesError(ErrorCode.INVALID_REQUEST, "a route needs target_agent, topic or capability", {
+      reason: "no route",
+      expected: "one of target_agent, topic, capability",
+    });
+  }
+
+  /**
+   * A healthy instance by the scheduler's choice; when none is healthy (all restarting), still
+   * one of them: its link holds the envelope until the instance is back, so a crash loses nothing.
+   */
+  #choose(candidates: readonly RegistryEntry[], capability?: string): RegistryEntry | undefined {
+    if (candidates.length <= 1) return candidates[0];
+    return this.#pick(candidates, capability) ?? candidates[Math.floor(Math.random() * candidates.length)];
+  }
+
+  #unroutable(detail: string, target: string, candidates: RegistryEntry[]): HermesError {
+    const down = candidates.filter((c) => c.health !== "healthy").map((c) => `${c.address} (${c.health})`);
+    return new HermesError(ErrorCode.UNROUTABLE, down.length > 0 ? `${detail}: ${down.join(", ")}` : detail, {
+      target,
+      known: this.#table.known(),
+    });
+  }
+}

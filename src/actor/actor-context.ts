@@ -1,0 +1,99 @@
+import type { MeshNode, MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import type { ServedRequest } from "../../mesh/served-request.ts";
+import type { EnvelopeOptions, Route } from "../protocol/envelope-factory.ts";
+import type { Envelope, Payload } from "../protocol/envelope.ts";
+import type { Logger } from "./logger.ts";
+
+/** Where a message goes: an actor name / address / stable id, or a full route. */
+export type Destination = string | Route;
+
+/** What an actor can do at any time (also in `init`). */
+export interface InitContext {
+  /** Actor name from the mesh file. */
+  readonly name: string;
+  /** This instance's address ("name", or "name#i" in a pool). */
+  readonly address: string;
+  readonly instance: number;
+  readonly log: Logger;
+  /** Sends a request and resolves with the response payload; rejects with a HermesError. */
+  request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Payload>;
+  /** Sends an event to one destination (no answer). */
+  send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
+  /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */
+  publish(topic: string, payload: Payload, options?: EnvelopeOptions): number;
+}
+
+/** What a handler gets besides the envelope. Messages it sends keep the envelope's trace_id and context_id. */
+export interface ActorContext<State = unknown> extends InitContext {
+  /** The actor's state, as `init` returned it. */
+  state: State;
+  /** The message being handled. */
+  readonly envelope: Envelope;
+  /** Aborted when the sender cancels or the ttl runs out. */
+  readonly signal: AbortSignal;
+  /** Local time (ms since epoch) by which the answer must be sent. */
+  readonly deadline: number;
+  /** Sends a progress message to the requester (requests only). */
+  progress(payload: Payload): void;
+  /** Answers now; whatever the handler returns later is ignored (requests only). */
+  reply(payload: Payload): void;
+}
+
+export function toRoute(to: Destination): Route {
+  return typeof to === "string" ? { target_agent: to } : to;
+}
+
+interface Identity {
+  name: string;
+  address: string;
+  instance: number;
+  log: Logger;
+}
+
+/** The context outside any handler. */
+export function initContext(node: MeshNode, identity: Identity): InitContext {
+  return {
+    ...identity,
+    request: async (to, payload, options) => (await node.request(toRoute(to), payload, options)).payload,
+    send: (to, payload, options) => void node.emit(toRoute(to), payload, options),
+    publish: (topic, payload, options) => node.publish(topic, payload, options),
+  };
+}
+
+/**
+ * The context of one handler call. Outgoing messages inherit the trace and context ids (never
+ * rewritten), and a request's default deadline is what is left of the current one.
+ */
+export function handlerContext<State>(
+  node: MeshNode,
+  identity: Identity,
+  state: State,
+  envelope: Envelope,
+  served: ServedRequest | undefined,
+  signal: AbortSignal | undefined,
+  deadline: number,
+): ActorContext<State> {
+  const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
+    ({ trace_id: envelope.trace_id, ...(envelope.context_id !== undefined && { context_id: envelope.context_id }), ...options }) as T;
+  const log = identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id });
+  return {
+    ...identity,
+    log,
+    state,
+    envelope,
+    deadline,
+    get signal() {
+      return served ? served.signal : (signal ?? new AbortController().signal);
+    },
+    request: async (to, payload, options) => {
+      const left = Math.max(1, deadline - Date.now());
+      const opts = inherit(options);
+      if (opts.timeoutMs === undefined && opts.ttl === undefined) opts.timeoutMs = left;
+      return (await node.request(toRoute(to), payload, opts)).payload;
+    },
+    send: (to, payload, options) => void node.emit(toRoute(to), payload, inherit(options)),
+    publish: (topic, payload, options) => node.publish(topic, payload, inherit(options)),
+    progress: (payload) => served?.progress(payload),
+    reply: (payload) => served?.respond(payload),
+  };
+}

@@ -1,0 +1,94 @@
+import { ControlClient } from "../../mesh/control-client.ts";
+import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
+import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { Registry } from "../../mesh/registry.ts";
+import { Scheduler } from "../../mesh/scheduler.ts";
+import { ActorRuntime } from "./actor-runtime.ts";
+import type { ActorDefinition } from "./define-actor.ts";
+import { createLogger } from "./logger.ts";
+
+/** Everything an actor process needs to know, from its command line (see host-main.ts). */
+export interface ActorHostOptions {
+  module: string;
+  name: string;
+  instance: number;
+  pool: number;
+  dir: string;
+  concurrency?: number;
+  window?: number;
+  token?: string;
+  shutdownMs?: number;
+}
+
+/**
+ * Runs one actor instance as this process: loads the module's definition, joins the mesh
+ * through the supervisor's control socket, listens on its own socket, runs init, reports
+ * ready and then heartbeats. It exits when the supervisor goes away (no orphans) and stops
+ * cleanly on SIGTERM. SIGINT is left to the supervisor: a Ctrl-C in the terminal reaches the
+ * whole process group, and the supervisor stops its children in order.
+ */
+export async function runActorHost(options: ActorHostOptions): Promise<void> {
+  const address = actorAddress(options.name, options.instance, options.pool);
+  const log = createLogger({ actor: address, pid: process.pid });
+  const definition = await loadDefinition(options.module);
+  const registry = new Registry();
+  const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
+  const runtime = new ActorRuntime(definition, {
+    name: options.name,
+    instance: options.instance,
+    address,
+    socketPath: actorSocketPath(options.dir, options.name, options.instance, options.pool),
+    routes: registry,
+    pick: schedulerPicker(new Scheduler()),
+    log,
+    ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
+    ...(options.window !== undefined && { window: options.window }),
+    ...(options.token !== undefined && { token: options.token }),
+  });
+  // A peer coming back up: links holding envelopes for it redial at once.
+  registry.onUpdate((update) => {
+    if ((update.type === "patch" && update.changes.health === "healthy") || (update.type === "upsert" && update.entry.health === "healthy")) {
+      runtime.node?.notifyUp(update.type === "patch" ? update.address : update.entry.address);
+    }
+  });
+  const { heartbeatMs } = await control.register(process.pid, {
+    capabilities: definition.capabilities ?? [],
+    subscriptions: definition.subscribe ?? [],
+  });
+  await runtime.start();
+  await control.ready();
+  log.debug("ready");
+
+  const heartbeat = setInterval(() => {
+    const load = runtime.load;
+    control.heartbeat({ queue_depth: load.queueDepth, in_flight: load.inFlight, handled: load.handled, dead_letters: runtime.node.deadLetters().length });
+  }, heartbeatMs);
+
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(heartbeat);
+    try {
+      await runtime.stop(options.shutdownMs ?? 5000);
+      await control.close();
+    } finally {
+      process.exit(code);
+    }
+  };
+  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => {});
+  control.closed.then(() => {
+    if (!stopping) log.warn("supervisor connection lost: exiting");
+    void stop(1);
+  });
+}
+
+async function loadDefinition(module: string): Promise<ActorDefinition<unknown>> {
+  const loaded = await import(module);
+  const definition = loaded.default as ActorDefinition<unknown> | undefined;
+  if (!definition || typeof definition !== "object" || (!definition.onRequest && !definition.onEvent && !definition.init)) {
+    throw new Error(`${module} has no actor definition as its default export (export default defineActor({...}))`);
+  }
+  return definition;
+}

@@ -1,0 +1,152 @@
+import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
+import type { ServedRequest } from "../../mesh/served-request.ts";
+import { ErrorCode } from "../protocol/error-codes.ts";
+import { HermesError } from "../protocol/hermes-error.ts";
+import { handlerContext, initContext, type InitContext } from "./actor-context.ts";
+import type { ActorDefinition } from "./define-actor.ts";
+import type { Logger } from "./logger.ts";
+import { Mailbox } from "./mailbox.ts";
+
+type Work = { request: ServedRequest; event?: undefined } | { event: InboundEvent; request?: undefined };
+
+/** Who this runtime is and how it joins the mesh. */
+export interface ActorRuntimeOptions extends Omit<MeshNodeOptions, "onRequest" | "onEvent"> {
+  name: string;
+  instance: number;
+  log: Logger;
+  /** Overrides the definition's concurrency (the mesh file's setting). */
+  concurrency?: number;
+}
+
+/**
+ * Runs one actor instance: its mesh node, its priority mailbox and up to `concurrency`
+ * handlers at a time. A request waiting in the mailbox past its deadline is answered with
+ * code 9 without running; a handler that throws answers code 7 (or its HermesError's code)
+ * and the actor keeps going; a handler past its deadline is answered with code 3.
+ */
+export class ActorRuntime<State = unknown> {
+  readonly definition: ActorDefinition<State>;
+  readonly concurrency: number;
+  #options: ActorRuntimeOptions;
+  #node!: MeshNode;
+  #mailbox = new Mailbox<Work>();
+  #running = 0;
+  #state!: State;
+  #identity: { name: string; address: string; instance: number; log: Logger };
+  #started = false;
+  #stopping = false;
+  #idle: Array<() => void> = [];
+  #handled = 0;
+
+  constructor(definition: ActorDefinition<State>, options: ActorRuntimeOptions) {
+    this.definition = definition;
+    this.#options = options;
+    this.concurrency = options.concurrency ?? definition.concurrency ?? 1;
+    this.#identity = { name: options.name, address: options.address, instance: options.instance, log: options.log };
+  }
+
+  /** The mesh node (for routing updates and stats). */
+  get node(): MeshNode {
+    return this.#node;
+  }
+
+  /** Messages waiting, handlers running, messages handled so far. */
+  get load(): { queueDepth: number; inFlight: number; handled: number } {
+    return { queueDepth: this.#mailbox.size, inFlight: this.#running, handled: this.#handled };
+  }
+
+  /** Listens, runs `init`, then starts handling. Messages arriving during init wait in the mailbox. */
+  async start(): Promise<void> {
+    this.#node = await MeshNode.start({
+      ...this.#options,
+      onRequest: (request) => this.#enqueue({ request }, request.request.priority),
+      onEvent: (event) => this.#enqueue({ event }, event.envelope.priority),
+    });
+    this.#state = (await this.definition.init?.(this.initContext)) as State;
+    this.#started = true;
+    this.#drain();
+  }
+
+  /** The context outside handlers. */
+  get initContext(): InitContext {
+    return initContext(this.#node, this.#identity);
+  }
+
+  /** Stops taking work, lets running handlers finish (up to `timeoutMs`), runs onStop, closes the node. */
+  async stop(timeoutMs = 5000): Promise<void> {
+    this.#stopping = true;
+    if (this.#running > 0) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.#idle.push(resolve);
+      await Promise.race([promise, Bun.sleep(timeoutMs)]);
+    }
+    try {
+      await this.definition.onStop?.({ ...this.initContext, state: this.#state });
+    } finally {
+      await this.#node.close();
+    }
+  }
+
+  #enqueue(work: Work, priority: number | undefined): void {
+    this.#mailbox.push(work, priority ?? 5);
+    if (this.#started) this.#drain();
+  }
+
+  #drain(): void {
+    while (this.#running < this.concurrency && !this.#stopping) {
+      const work = this.#mailbox.shift();
+      if (!work) break;
+      this.#running++;
+      const finished = () => {
+        this.#running--;
+        this.#handled++;
+        if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
+        this.#drain();
+      };
+      if (work.request) this.#runRequest(work.request).finally(finished);
+      else this.#runEvent(work.event!).finally(finished);
+    }
+  }
+
+  async #runRequest(served: ServedRequest): Promise<void> {
+    if (served.done) return; // cancelled while it waited
+    if (Date.now() > served.deadline) {
+      served.fail(new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out while waiting in the mailbox", { ttl: served.request.ttl }));
+      return;
+    }
+    const handler = this.definition.onRequest;
+    if (!handler) {
+      served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.#identity.address} takes no requests`, { target: this.#identity.address, known: [] }));
+      return;
+    }
+    const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline);
+    try {
+      const result = handler(served.request, ctx);
+      if (result instanceof Promise) {
+        served.startDeadline();
+        served.respond(await result);
+      } else {
+        served.respond(result);
+      }
+    } catch (error) {
+      if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
+      served.fail(error);
+    }
+  }
+
+  async #runEvent(event: InboundEvent): Promise<void> {
+    const env = event.envelope;
+    const handler = this.definition.onEvent;
+    try {
+      if (handler) {
+        const controller = new AbortController();
+        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, Date.now() + env.ttl);
+        await handler(env, ctx);
+      }
+    } catch (error) {
+      this.#identity.log.error("event handler threw", { trace_id: env.trace_id, message_id: env.message_id, error: String(error) });
+    } finally {
+      event.done();
+    }
+  }
+}
