@@ -1,0 +1,125 @@
+/**
+ * A supervised child that is a real OS process, spawned with Bun.spawn.
+ */
+import { ErrorCode } from "../protocol/error-codes.ts";
+import { HermesError } from "../protocol/hermes-error.ts";
+import type { ChildHandle, ExitInfo } from "./child-spec.ts";
+
+/** Options of `processChild`. */
+export interface ProcessChildOptions {
+  /** Added to (and overriding) the parent's environment. */
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Called with each stdout line (without the newline). Without it stdout is inherited. */
+  onStdout?(line: string): void;
+  /** Called with each stderr line (without the newline). Without it stderr is inherited. */
+  onStderr?(line: string): void;
+  /**
+   * When given, start() resolves only once a stdout line passes this test, as OTP's start
+   * waits for the child's init: the next sibling then starts after this one is ready.
+   */
+  ready?(line: string): boolean;
+  /** Ms to wait for the ready line before killing the process and rejecting. Default 5000. */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * A `ChildSpec.start` that spawns `cmd` as an OS process: `stop()` sends SIGTERM, `kill()`
+ * SIGKILL, and `exited` resolves with the exit code or signal. The process gets no stdin.
+ * A command that cannot be spawned (e.g. not found), or that exits or times out before its
+ * `ready` line, makes start() reject.
+ *
+ * @example
+ * const spec: ChildSpec = {
+ *   id: "echo",
+ *   start: processChild([process.execPath, "actors/echo.ts"], {
+ *     ready: (line) => line.startsWith("ready "),
+ *     onStderr: (line) => log.warn(line),
+ *   }),
+ * };
+ */
+export function processChild(cmd: string[], options: ProcessChildOptions = {}): () => Promise<ChildHandle> {
+  return async () => {
+    const { ready, onStdout } = options;
+    const readiness = Promise.withResolvers<void>();
+    const stdoutLine = ready
+      ? (line: string) => {
+          onStdout?.(line);
+          if (ready(line)) readiness.resolve();
+        }
+      : onStdout;
+    const proc = Bun.spawn(cmd, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdin: "ignore",
+      stdout: stdoutLine ? "pipe" : "inherit",
+      stderr: options.onStderr ? "pipe" : "inherit",
+    });
+    // Drain the pipes before reporting the exit, so the last lines reach the callbacks first.
+    const drained = Promise.all([
+      stdoutLine && forEachLine(proc.stdout as ReadableStream<Uint8Array>, stdoutLine),
+      options.onStderr && forEachLine(proc.stderr as ReadableStream<Uint8Array>, options.onStderr),
+    ]).catch(() => {});
+    const exited = proc.exited.then(async (): Promise<ExitInfo> => {
+      await drained;
+      return describeExit(proc.exitCode, proc.signalCode === null ? null : String(proc.signalCode));
+    });
+    if (ready) await waitReady(proc, readiness.promise, exited, options.readyTimeoutMs ?? 5000, cmd);
+    return {
+      pid: proc.pid,
+      exited,
+      // kill() on a process that already exited is a no-op in Bun, so no guard is needed.
+      stop: () => proc.kill("SIGTERM"),
+      kill: () => proc.kill("SIGKILL"),
+    };
+  };
+}
+
+/** Resolves once ready; otherwise kills the process and rejects with why. */
+async function waitReady(
+  proc: Bun.Subprocess,
+  ready: Promise<void>,
+  exited: Promise<ExitInfo>,
+  timeoutMs: number,
+  cmd: string[],
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const failure = await Promise.race([
+    ready.then(() => undefined),
+    exited.then((exit) => `exited before it was ready (${exit.reason})`),
+    new Promise<string>((resolve) => (timer = setTimeout(resolve, timeoutMs, `not ready within ${timeoutMs} ms`))),
+  ]);
+  clearTimeout(timer);
+  if (failure === undefined) return;
+  proc.kill("SIGKILL");
+  await exited;
+  throw new HermesError(ErrorCode.UNAVAILABLE, `${cmd.join(" ")}: ${failure}`, { reason: failure });
+}
+
+function describeExit(code: number | null, signal: string | null): ExitInfo {
+  if (signal !== null) return { code: null, signal, reason: `killed by ${signal}` };
+  return { code, signal: null, reason: code === 0 ? "normal" : `exit code ${code}` };
+}
+
+/** Calls `onLine` with each newline-terminated line of `stream`, then with any unterminated tail. */
+async function forEachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let partial = "";
+  for await (const chunk of stream) {
+    partial += decoder.decode(chunk, { stream: true });
+    const lines = partial.split("\n");
+    partial = lines.pop()!;
+    for (const line of lines) safeCall(onLine, line);
+  }
+  partial += decoder.decode();
+  if (partial !== "") safeCall(onLine, partial);
+}
+
+// A throwing line callback must not stop the draining: an undrained pipe would block the child.
+function safeCall(onLine: (line: string) => void, line: string): void {
+  try {
+    onLine(line);
+  } catch {
+    // ignored on purpose, see above
+  }
+}
