@@ -262,6 +262,7 @@ export class Supervisor {
   /** Too many restarts: stop everything in reverse order and end, which the parent sees as a crash. */
   async #giveUp(failed: ChildSlot): Promise<void> {
     this.#state = "stopping";
+    failed.state = "exited"; // it ended on its own, and will not be restarted
     const { intensity, period } = this.#intensity;
     this.#emit({ type: "intensity_exceeded", child: failed.id, intensity, period });
     await this.#stopAll("max_restart_intensity");
