@@ -57,7 +57,8 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   });
   await runtime.start();
   await control.ready();
-  log.debug("ready");
+  // The supervisor starts the next sibling once it reads this line (OTP: start returns after init).
+  process.stdout.write("hermes-mesh:ready\n");
 
   const heartbeat = setInterval(() => {
     const load = runtime.load;

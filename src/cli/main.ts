@@ -9,6 +9,21 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
+  up: {
+    usage: "up <mesh.yaml> [--dir D]",
+    summary: "start a mesh's supervisor tree in the foreground (Ctrl-C stops it)",
+    run: async (argv) => (await import("./up.ts")).runUpCommand(argv),
+  },
+  ps: {
+    usage: "ps [--dir D] [--json]",
+    summary: "show a running mesh's actors: pids, health, restarts, queue depth",
+    run: async (argv) => (await import("./ps.ts")).runPsCommand(argv),
+  },
+  send: {
+    usage: "send <target> '<json>' [--dir D]",
+    summary: "send a request into a running mesh and print the answer",
+    run: async (argv) => (await import("./send.ts")).runSendCommand(argv),
+  },
   demo: {
     usage: "demo [--seconds N]",
     summary: "start an echo peer process and talk to it over a Unix socket",

@@ -1,0 +1,30 @@
+import { defineActor } from "../src/actor/define-actor.ts";
+
+/**
+ * Answers every request with the payload it got. With `{ progress: n }` it sends n progress
+ * messages first; with `{ sleep_ms: n }` it waits that long (honouring cancel). Events are
+ * counted, and `{ op: "count" }` tells how many this instance has seen.
+ */
+export default defineActor({
+  capabilities: ["echo"],
+  init: () => ({ events: 0 }),
+  async onRequest(request, ctx) {
+    const payload = request.payload;
+    if (payload.op === "count") return { events: ctx.state.events, address: ctx.address };
+    const steps = Number(payload.progress ?? 0);
+    for (let step = 1; step <= steps; step++) ctx.progress({ step });
+    if (typeof payload.sleep_ms === "number") {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, payload.sleep_ms as number);
+        ctx.signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return payload;
+  },
+  onEvent(_event, ctx) {
+    ctx.state.events++;
+  },
+});

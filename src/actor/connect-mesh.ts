@@ -1,0 +1,104 @@
+import { join } from "node:path";
+import { ControlClient } from "../../mesh/control-client.ts";
+import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { MeshNode, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import { Registry } from "../../mesh/registry.ts";
+import { Scheduler } from "../../mesh/scheduler.ts";
+import { topicMatches } from "../../mesh/topic-pattern.ts";
+import type { EnvelopeOptions } from "../protocol/envelope-factory.ts";
+import type { Envelope, Payload } from "../protocol/envelope.ts";
+import { newMessageId } from "../protocol/ids.ts";
+import { toRoute, type Destination } from "./actor-context.ts";
+
+/** A program's handle on a running mesh. */
+export interface MeshClient {
+  /** This client's address in the mesh. */
+  readonly address: string;
+  /** Sends a request; resolves with the response envelope, rejects with a HermesError. */
+  request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Envelope>;
+  /** Sends an event to one destination. */
+  send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
+  /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */
+  publish(topic: string, payload: Payload, options?: EnvelopeOptions): number;
+  /** Receives events on topics matching `pattern` (`*` one level, `#` any levels). Returns an unsubscribe function. */
+  subscribe(pattern: string, handler: (event: Envelope) => void): Promise<() => Promise<void>>;
+  /** The registry as this client sees it. */
+  readonly registry: Registry;
+  close(): Promise<void>;
+}
+
+export interface ConnectMeshOptions {
+  /** The mesh's socket directory. */
+  dir: string;
+  /** Mesh token, when the mesh requires one. */
+  token?: string;
+  /** Address prefix of this client. Default "client". */
+  name?: string;
+}
+
+/**
+ * Joins a running mesh from outside its supervisor tree (a script, a test, the CLI): requests,
+ * events and topic subscriptions, routed peer to peer like an actor's, with the same delivery
+ * guarantees. Rejects with code 10 when no mesh runs in `dir`.
+ *
+ * @example
+ * const mesh = await connectMesh({ dir: "/tmp/hermes-mesh-demo" });
+ * const reply = await mesh.request("echo", { text: "hi" }, { timeoutMs: 2000 });
+ * await mesh.close();
+ */
+export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
+  const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
+  const registry = new Registry();
+  const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
+  const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
+  const socketPath = join(options.dir, "clients", `${address}.sock`);
+  let node: MeshNode;
+  try {
+    node = await MeshNode.start({
+      address,
+      socketPath,
+      routes: registry,
+      pick: schedulerPicker(new Scheduler()),
+      ...(options.token !== undefined && { token: options.token }),
+      onEvent: ({ envelope, done }) => {
+        try {
+          for (const [pattern, handlers] of subscriptions) {
+            if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
+          }
+        } finally {
+          done();
+        }
+      },
+    });
+    registry.onUpdate((update) => {
+      if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
+    });
+    await control.join(socketPath, []);
+  } catch (error) {
+    await control.close();
+    throw error;
+  }
+  const patterns = () => [...subscriptions.keys()];
+  return {
+    address,
+    registry,
+    request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
+    send: (to, payload, eventOptions) => void node.emit(toRoute(to), payload, eventOptions),
+    publish: (topic, payload, eventOptions) => node.publish(topic, payload, eventOptions),
+    async subscribe(pattern, handler) {
+      let handlers = subscriptions.get(pattern);
+      if (!handlers) subscriptions.set(pattern, (handlers = new Set()));
+      handlers.add(handler);
+      await control.subscribe(patterns());
+      return async () => {
+        handlers.delete(handler);
+        if (handlers.size === 0) subscriptions.delete(pattern);
+        await control.subscribe(patterns());
+      };
+    },
+    async close() {
+      await node.close();
+      await control.close();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { parseArgs } from "node:util";
+import { ControlClient } from "../../mesh/control-client.ts";
+import type { RegistryEntry } from "../../mesh/registry-entry.ts";
+import { Registry } from "../../mesh/registry.ts";
+import { newMessageId } from "../protocol/ids.ts";
+import { resolveMeshDir } from "./mesh-dir.ts";
+
+const USAGE = `Usage: hermes-mesh ps [--dir D] [--json]
+
+Shows the actors of a running mesh: address, pid, health, restarts, queue depth, in flight,
+seconds since the last heartbeat, capabilities.`;
+
+/** `hermes-mesh ps`. */
+export async function runPsCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { dir: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const dir = resolveMeshDir(values.dir);
+  const control = await ControlClient.connect({ dir, address: `ps-${newMessageId().slice(-8).toLowerCase()}`, registry: new Registry(), token: process.env.HERMES_MESH_TOKEN || undefined });
+  try {
+    const reply = await control.ps();
+    if (values.json) {
+      console.log(JSON.stringify(reply, null, 2));
+      return 0;
+    }
+    const mesh = reply.mesh as { name: string; dir: string; supervisor_pid: number; started_at: number };
+    const entries = (reply.entries as Array<RegistryEntry & { heartbeat_age_ms: number | null }>).filter((e) => !e.address.startsWith("ps-"));
+    console.log(`mesh ${mesh.name}  supervisor pid ${mesh.supervisor_pid}  up ${Math.round((Date.now() - mesh.started_at) / 1000)} s  dir ${mesh.dir}`);
+    const rows = entries.map((e) => [
+      e.address, String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
+      e.heartbeat_age_ms === null ? "-" : (e.heartbeat_age_ms / 1000).toFixed(1), e.capabilities.join(",") || "-",
+    ]);
+    printTable(["ADDRESS", "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "HEARTBEAT-S", "CAPABILITIES"], rows);
+    return 0;
+  } finally {
+    await control.close();
+  }
+}
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
+}

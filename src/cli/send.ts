@@ -1,0 +1,69 @@
+import { parseArgs } from "node:util";
+import { connectMesh } from "../actor/connect-mesh.ts";
+import type { Route } from "../protocol/envelope-factory.ts";
+import { HermesError } from "../protocol/hermes-error.ts";
+import { resolveMeshDir } from "./mesh-dir.ts";
+
+const USAGE = `Usage: hermes-mesh send <target> '<json payload>' [--dir D] [--timeout ms] [--capability] [--topic] [--event]
+
+Sends a request to <target> (an actor name, "name#i" address or stable id) and prints the
+response payload as JSON. --capability / --topic route by capability or topic instead;
+--event sends an event and waits for nothing. Progress messages are printed to stderr.`;
+
+/** `hermes-mesh send`: exit 0 with the answer on stdout, 1 with the coded error on stderr. */
+export async function runSendCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      dir: { type: "string" },
+      timeout: { type: "string", default: "10000" },
+      capability: { type: "boolean" },
+      topic: { type: "boolean" },
+      event: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 2) {
+    console.error(`hermes-mesh send: expected a target and a JSON payload\n${USAGE}`);
+    return 2;
+  }
+  const [target, text] = positionals as [string, string];
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch (error) {
+    console.error(`hermes-mesh send: the payload is not JSON: ${(error as Error).message}`);
+    return 2;
+  }
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
+    console.error("hermes-mesh send: the payload must be a JSON object (a map), not an array, string or null");
+    return 2;
+  }
+  const timeoutMs = Number(values.timeout);
+  const route: Route = values.capability ? { capability: target } : values.topic ? { topic: target } : { target_agent: target };
+  const mesh = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token: process.env.HERMES_MESH_TOKEN || undefined });
+  try {
+    if (values.event) {
+      const count = route.topic ? mesh.publish(target, payload as Record<string, unknown>) : (mesh.send(route, payload as Record<string, unknown>), 1);
+      console.log(JSON.stringify({ sent: count }));
+      return 0;
+    }
+    const reply = await mesh.request(route, payload as Record<string, unknown>, {
+      timeoutMs,
+      onProgress: (p) => console.error(`progress ${JSON.stringify(p)}`),
+    });
+    console.log(JSON.stringify(reply.payload));
+    return 0;
+  } catch (error) {
+    const e = HermesError.from(error);
+    console.error(`error ${e.code} ${e.codeName}: ${e.message}${Object.keys(e.fields).length ? ` ${JSON.stringify(e.fields)}` : ""}`);
+    return 1;
+  } finally {
+    await mesh.close();
+  }
+}

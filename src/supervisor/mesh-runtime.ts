@@ -1,0 +1,191 @@
+import { mkdirSync, readdirSync, unlinkSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { ControlServer } from "../../mesh/control-server.ts";
+import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
+import type { RegistryEntry } from "../../mesh/registry-entry.ts";
+import { Registry } from "../../mesh/registry.ts";
+import type { Logger } from "../actor/logger.ts";
+import { stableAgentId } from "../protocol/ids.ts";
+import type { ChildSpec as SupervisedChild } from "./child-spec.ts";
+import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
+import { processChild } from "./process-child.ts";
+import type { SupervisorEvent } from "./supervisor-events.ts";
+import { supervisorChild } from "./supervisor-child.ts";
+import { Supervisor } from "./supervisor.ts";
+
+const HOST_MAIN = join(import.meta.dir, "../actor/host-main.ts");
+/** The line an actor process prints once it is listening, initialised and registered. */
+export const READY_LINE = "hermes-mesh:ready";
+
+/** A mesh started from a mesh file. */
+export interface RunningMesh {
+  name: string;
+  dir: string;
+  registry: Registry;
+  root: Supervisor;
+  /** Stops every actor (reverse start order), the control plane, and removes the sockets. */
+  stop(): Promise<void>;
+  /** Resolves when the root supervisor ends: "shutdown" after stop(), or the reason it gave up. */
+  ended: Promise<string>;
+}
+
+export interface StartMeshOptions {
+  /** Socket directory; default: the mesh file's `dir`, else `<tmp>/hermes-mesh-<name>`. */
+  dir?: string;
+  log: Logger;
+  /** Every supervisor event, e.g. for printing restarts. */
+  onEvent?: (event: SupervisorEvent) => void;
+  /** Each line an actor prints (stdout or stderr), with its address. */
+  onOutput?: (address: string, line: string) => void;
+}
+
+/** The default socket directory of a mesh. */
+export function defaultMeshDir(meshFile: MeshFile): string {
+  return meshFile.mesh.dir ?? join(tmpdir(), `hermes-mesh-${meshFile.mesh.name}`);
+}
+
+/**
+ * Starts a mesh: the registry and control socket, then the supervisor tree of the mesh file,
+ * each actor instance its own process, started in order (each ready before the next starts).
+ *
+ * @example
+ * const mesh = await startMesh(loadMeshFile("actors/mesh.yaml"), { log });
+ * ...; await mesh.stop();
+ */
+export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): Promise<RunningMesh> {
+  const dir = options.dir ?? defaultMeshDir(meshFile);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const name = meshFile.mesh.name;
+  const token = meshFile.mesh.token_env ? process.env[meshFile.mesh.token_env] : undefined;
+  if (meshFile.mesh.token_env && !token) {
+    throw new Error(`mesh.token_env names ${meshFile.mesh.token_env}, which is not set in the environment`);
+  }
+  const registry = new Registry();
+  const control = await ControlServer.start({
+    dir,
+    meshName: name,
+    registry,
+    heartbeatMs: meshFile.mesh.heartbeat_ms,
+    log: options.log,
+    ...(token !== undefined && { token }),
+    onHung: (address) => {
+      // Killed like a crash: the supervisor restarts it by its strategy.
+      const pid = registry.byAddress(address)?.pid;
+      if (pid) process.kill(pid, "SIGKILL");
+    },
+  });
+  const onEvent = (event: SupervisorEvent) => {
+    if (event.type === "started" && event.child && registry.byAddress(event.child)) {
+      registry.patch(event.child, { pid: event.pid, restarts: event.restarts, updatedAt: Date.now() });
+    }
+    options.onEvent?.(event);
+  };
+  const build = (spec: SupervisorSpec | MeshFile["supervisor"], id: string) => ({
+    id,
+    strategy: spec.strategy,
+    intensity: spec.intensity,
+    period: spec.period_ms,
+    backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
+    children: spec.children.flatMap((child): SupervisedChild[] =>
+      isActorSpec(child)
+        ? instancesOf(child, { dir, name, registry, token, options })
+        : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
+    ),
+  });
+  const root = new Supervisor(build(meshFile.supervisor, "root"));
+  root.onEvent(onEvent);
+  const ended = Promise.withResolvers<string>();
+  root.onEvent((event) => {
+    if (event.type === "stopped" && event.child === undefined) ended.resolve(event.reason);
+  });
+  try {
+    await root.start();
+  } catch (error) {
+    await control.close();
+    removeSockets(dir);
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    name,
+    dir,
+    registry,
+    root,
+    ended: ended.promise,
+    stop: () =>
+      (stopping ??= (async () => {
+        await root.stop();
+        await control.close();
+        removeSockets(dir);
+      })()),
+  };
+}
+
+/** One supervised child per pool instance, each registered as "starting" until it reports ready. */
+function instancesOf(
+  spec: ActorSpec,
+  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions },
+): SupervisedChild[] {
+  return Array.from({ length: spec.pool }, (_, instance) => {
+    const address = actorAddress(spec.actor, instance, spec.pool);
+    ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name));
+    const cmd = [
+      process.execPath, HOST_MAIN,
+      "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
+      "--concurrency", String(spec.concurrency),
+      ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
+      ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
+    ];
+    const output = (line: string) => (line === READY_LINE ? undefined : ctx.options.onOutput?.(address, line));
+    const start = processChild(cmd, {
+      env: { ...spec.env, ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }), ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }) },
+      onStdout: output,
+      onStderr: output,
+      ready: (line) => line === READY_LINE,
+      readyTimeoutMs: 15_000,
+    });
+    return {
+      id: address,
+      restart: spec.restart,
+      shutdown: spec.shutdown_ms,
+      start: async () => {
+        ctx.registry.patch(address, { health: "starting", updatedAt: Date.now() });
+        const handle = await start();
+        handle.exited.then(() => ctx.registry.patch(address, { health: "down", pid: undefined, queueDepth: 0, inFlight: 0, updatedAt: Date.now() }));
+        return handle;
+      },
+    };
+  });
+}
+
+function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName: string): RegistryEntry {
+  const address = actorAddress(spec.actor, instance, spec.pool);
+  return {
+    name: spec.actor,
+    instance,
+    address,
+    id: stableAgentId(address, meshName, hostname()),
+    socket: actorSocketPath(dir, spec.actor, instance, spec.pool),
+    capabilities: [...spec.capabilities],
+    subscriptions: [...spec.subscribe],
+    health: "starting",
+    restarts: 0,
+    queueDepth: 0,
+    inFlight: 0,
+    updatedAt: Date.now(),
+  };
+}
+
+/** Socket files of killed actors stay behind; a stopped mesh leaves none. */
+function removeSockets(dir: string): void {
+  for (const file of readdirSync(dir)) {
+    if (file.endsWith(".sock")) {
+      try {
+        unlinkSync(join(dir, file));
+      } catch {
+        // Gone already.
+      }
+    }
+  }
+}
