@@ -1,0 +1,76 @@
+/** Starts a real mesh (real actor processes) from YAML text for a test, and always stops it. */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { connectMesh, type MeshClient } from "../../src/actor/connect-mesh.ts";
+import { createLogger } from "../../src/actor/logger.ts";
+import { parseMeshFile } from "../../src/supervisor/mesh-file.ts";
+import { startMesh, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
+import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
+import { tempDir } from "../helpers.ts";
+
+export const ACTORS = join(import.meta.dir, "../../actors");
+export const FIXTURE_ACTORS = join(import.meta.dir, "../fixtures/actors");
+
+export interface TestMesh extends AsyncDisposable {
+  mesh: RunningMesh;
+  dir: string;
+  events: SupervisorEvent[];
+  output: string[];
+  /** A connected client, closed with the mesh. */
+  client(): Promise<MeshClient>;
+  /** The pid of an instance, from the registry. */
+  pid(address: string): number;
+}
+
+/** `yaml` may use {ACTORS} and {FIXTURES} for the module directories. */
+export async function startTestMesh(yaml: string): Promise<TestMesh> {
+  const dir = tempDir("hm-mesh-");
+  const file = join(dir.path, "mesh.yaml");
+  writeFileSync(file, yaml.replaceAll("{ACTORS}", ACTORS).replaceAll("{FIXTURES}", FIXTURE_ACTORS));
+  const events: SupervisorEvent[] = [];
+  const output: string[] = [];
+  const clients: MeshClient[] = [];
+  const logLines: string[] = [];
+  let mesh: RunningMesh;
+  try {
+    mesh = await startMesh(parseMeshFile(await Bun.file(file).text(), file), {
+      dir: join(dir.path, "run"),
+      log: createLogger({ component: "supervisor" }, (line) => logLines.push(line)),
+      onEvent: (event) => events.push(event),
+      onOutput: (address, line) => output.push(`[${address}] ${line}`),
+    });
+  } catch (error) {
+    dir[Symbol.dispose]();
+    throw error;
+  }
+  return {
+    mesh,
+    dir: mesh.dir,
+    events,
+    output,
+    async client() {
+      const client = await connectMesh({ dir: mesh.dir, name: "test" });
+      clients.push(client);
+      return client;
+    },
+    pid(address) {
+      const pid = mesh.registry.byAddress(address)?.pid;
+      if (!pid) throw new Error(`${address} has no pid`);
+      return pid;
+    },
+    async [Symbol.asyncDispose]() {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      // Whatever happened in the test, no actor process may outlive it.
+      const pids = mesh.registry.snapshot().map((e) => e.pid).filter((p): p is number => p !== undefined);
+      await mesh.stop().catch(() => {});
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Already gone, as it should be.
+        }
+      }
+      dir[Symbol.dispose]();
+    },
+  };
+}
