@@ -1,0 +1,339 @@
+import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
+import { z } from "zod";
+import { validatePattern } from "../../mesh/topic-pattern.ts";
+import { ErrorCode } from "../protocol/error-codes.ts";
+import { HermesError } from "../protocol/hermes-error.ts";
+
+// Schema helpers. Every leaf carries its own "expected ..." message; the loader appends what
+// it got and where, so the schema stays the one place that says what a mesh file may hold.
+const expected = (what: string) => ({ error: `expected ${what}` });
+const intIn = (min: number, max: number) => {
+  const message = expected(`an integer from ${min} to ${max}`);
+  return z.int(message).min(min, message).max(max, message);
+};
+const matching = (re: RegExp, what: string) => z.string(expected(what)).regex(re, expected(what));
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, expected(`one of ${values.join(", ")}`));
+const list = <T extends z.ZodType>(item: T) => z.array(item, expected("a list"));
+const mapError = (keys: string[]) => ({
+  error: (issue: z.core.$ZodRawIssue) =>
+    issue.code === "unrecognized_keys" ? `unknown key (expected one of: ${keys.join(", ")})` : "expected a map",
+});
+const map = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape, mapError(Object.keys(shape)));
+
+const Name = matching(/^[a-z][a-z0-9_-]*$/, "a name matching [a-z][a-z0-9_-]*");
+const Capability = matching(/^[A-Za-z0-9_.:/-]+$/, "a capability name of [A-Za-z0-9_.:/-]");
+const Pattern = z.string(expected("a topic pattern")).superRefine((pattern, ctx) => {
+  try {
+    validatePattern(pattern);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+  }
+});
+const Shutdown = '(milliseconds, an integer from 0) or "brutal_kill"';
+
+/**
+ * One actor (a pool of `pool` identical instances) in a supervisor's children.
+ *
+ * @example
+ * ActorSpecSchema.parse({ actor: "echo", module: "./echo.ts" }).pool; // 1
+ */
+export const ActorSpecSchema = map({
+  actor: Name,
+  module: z.string(expected("a module path")).min(1, expected("a module path")),
+  pool: intIn(1, 64).default(1),
+  capabilities: list(Capability).default(() => []),
+  subscribe: list(Pattern).default(() => []),
+  restart: oneOf(["permanent", "transient", "temporary"]).default("permanent"),
+  shutdown_ms: z.union([z.int(expected(Shutdown)).min(0, expected(Shutdown)), z.literal("brutal_kill", expected(Shutdown))], expected(Shutdown)).default(5000),
+  concurrency: intIn(1, 1024).default(1),
+  durable: z.boolean(expected("true or false")).default(false),
+  window: intIn(1, 1_048_576).optional(),
+  env: z.record(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string(expected("a string (quote numbers and booleans)")), expected("a map")).optional(),
+});
+
+const Backoff = map({
+  initial_ms: intIn(0, 3_600_000).default(10),
+  max_ms: intIn(0, 3_600_000).default(1000),
+  jitter: z.number(expected("a number from 0 to 1")).min(0, expected("a number from 0 to 1")).max(1, expected("a number from 0 to 1")).default(0.2),
+}).refine((b) => b.max_ms >= b.initial_ms, { message: "max_ms must not be below initial_ms", path: ["max_ms"] });
+
+const Strategy = oneOf(["one_for_one", "one_for_all", "rest_for_one"]).default("one_for_one");
+const Intensity = intIn(0, 1000).default(1);
+const PeriodMs = intIn(1, 86_400_000).default(5000);
+const BackoffField = Backoff.prefault({});
+
+/**
+ * A nested supervisor: its own strategy and intensity over its own children. (Written out
+ * rather than built with `map()` or a spread: TypeScript infers a recursive schema's type only
+ * from a plain object literal with an annotated getter.)
+ *
+ * @example
+ * SupervisorSpecSchema.parse({ supervisor: "workers", children: [] }).strategy; // "one_for_one"
+ */
+export const SupervisorSpecSchema = z.strictObject(
+  {
+    supervisor: Name,
+    strategy: Strategy,
+    intensity: Intensity,
+    period_ms: PeriodMs,
+    backoff: BackoffField,
+    get children(): z.ZodArray<z.ZodUnion<readonly [typeof ActorSpecSchema, typeof SupervisorSpecSchema]>> {
+      return list(ChildSpecSchema);
+    },
+  },
+  mapError(["supervisor", "strategy", "intensity", "period_ms", "backoff", "children"]),
+);
+
+/**
+ * A child in start order: an actor or a nested supervisor, told apart by their `actor` / `supervisor` key.
+ *
+ * @example
+ * isActorSpec(ChildSpecSchema.parse({ actor: "echo", module: "./echo.ts" })); // true
+ */
+export const ChildSpecSchema = z.union([ActorSpecSchema, SupervisorSpecSchema], expected("a child: a map with an `actor` or a `supervisor` key"));
+
+/**
+ * The whole mesh file: the single source of truth for its shape and defaults. Use
+ * `parseMeshFile` to validate (it locates errors and checks names and modules too).
+ *
+ * @example
+ * // A JSON Schema for editors, derived rather than written by hand:
+ * const jsonSchema = z.toJSONSchema(MeshFileSchema, { io: "input" });
+ */
+export const MeshFileSchema = map({
+  mesh: map({
+    name: matching(/^[a-z0-9-]+$/, "a mesh name matching [a-z0-9-]+"),
+    dir: z.string(expected("a directory path")).min(1, expected("a directory path")).optional(),
+    token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
+    heartbeat_ms: intIn(10, 600_000).default(1000),
+  }),
+  supervisor: map({ strategy: Strategy, intensity: Intensity, period_ms: PeriodMs, backoff: BackoffField, children: list(ChildSpecSchema) }),
+});
+
+export type MeshFile = z.output<typeof MeshFileSchema>;
+export type ActorSpec = z.output<typeof ActorSpecSchema>;
+export type SupervisorSpec = z.output<typeof SupervisorSpecSchema>;
+export type ChildSpec = ActorSpec | SupervisorSpec;
+/** The root supervisor: a supervisor without a name of its own. */
+export type RootSupervisorSpec = MeshFile["supervisor"];
+
+/** One problem found in a mesh file (1-based line and column). */
+export interface MeshFileIssue {
+  line: number;
+  col: number;
+  path: string;
+  message: string;
+}
+
+/**
+ * Reads and validates a mesh file. Module paths and `mesh.dir` come back absolute, resolved
+ * against the file's directory. Throws HermesError code 2 listing every problem, one per line.
+ *
+ * @example
+ * const mesh = loadMeshFile("actors/mesh.yaml");
+ * for (const actor of listActors(mesh)) console.log(actor.actor, actor.module, actor.pool);
+ */
+export function loadMeshFile(path: string): MeshFile {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `${path}: cannot read the mesh file (${reason})`, { reason, file: path });
+  }
+  return parseMeshFile(text, path);
+}
+
+/**
+ * Validates mesh-file text; `fileName` names it in messages and anchors relative paths.
+ *
+ * @example
+ * parseMeshFile("mesh: { name: demo }\nsupervisor: { children: [] }\n", "/srv/mesh.yaml").mesh.heartbeat_ms; // 1000
+ * // A bad value throws: "mesh.yaml:12:7: supervisor.children[1].pool: expected an integer from 1 to 64, got \"two\""
+ */
+export function parseMeshFile(text: string, fileName: string): MeshFile {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  const where = (offset: number) => lineCounter.linePos(offset);
+  const syntax = [...doc.errors, ...doc.warnings];
+  if (syntax.length > 0) {
+    const say = (e: (typeof syntax)[number]) => (e.code === "MULTIPLE_DOCS" ? "a mesh file holds one YAML document" : e.message.split("\n")[0]);
+    fail(fileName, syntax.map((e) => ({ ...where(e.pos[0]), path: "", message: `invalid YAML: ${say(e)}` })));
+  }
+  let raw: unknown;
+  try {
+    raw = doc.toJS(); // throws on alias bombs (more aliases than yaml's maxAliasCount)
+  } catch (error) {
+    fail(fileName, [{ line: 1, col: 1, path: "", message: `invalid YAML: ${(error as Error).message}` }]);
+  }
+  const baseDir = dirname(resolve(fileName));
+  const found: Found[] = [];
+  const result = MeshFileSchema.safeParse(raw);
+  if (!result.success) flatten(result.error.issues, [], raw, found);
+  checkNamesAndModules(raw, baseDir, found, (path) => where(locate(doc, path, false)));
+  if (found.length > 0) {
+    fail(fileName, found.map((f) => {
+      const value = f.atKey ? f.path.at(-1) : get(raw, f.path);
+      const missing = value === undefined;
+      const message = missing ? `missing required key (${f.message})` : f.message.startsWith("expected") ? `${f.message}, got ${show(value)}` : f.message;
+      return { ...where(locate(doc, f.path, f.atKey)), path: formatPath(f.path), message };
+    }));
+  }
+  const meshFile = result.data!;
+  if (meshFile.mesh.dir !== undefined) meshFile.mesh.dir = resolve(baseDir, meshFile.mesh.dir);
+  for (const actor of listActors(meshFile)) actor.module = resolve(baseDir, actor.module);
+  return meshFile;
+}
+
+/**
+ * Narrows a child to an actor.
+ *
+ * @example
+ * for (const child of mesh.supervisor.children) if (isActorSpec(child)) console.log(child.module);
+ */
+export function isActorSpec(child: ChildSpec): child is ActorSpec {
+  return "actor" in child;
+}
+
+/**
+ * Every actor in the tree, depth-first in start order.
+ *
+ * @example
+ * listActors(mesh).map((a) => a.actor); // ["echo", "ocr", "tts"]
+ */
+export function listActors(meshFile: MeshFile): ActorSpec[] {
+  const out: ActorSpec[] = [];
+  const walk = (children: ChildSpec[]) => {
+    for (const child of children) isActorSpec(child) ? out.push(child) : walk(child.children);
+  };
+  walk(meshFile.supervisor.children);
+  return out;
+}
+
+type Path = (string | number)[];
+interface Found {
+  path: Path;
+  message: string;
+  /** Point at the key itself rather than its value (unknown keys, bad record keys). */
+  atKey: boolean;
+}
+
+/** Turns zod issues into located findings, descending into the branch of a child union the user meant. */
+function flatten(issues: readonly z.core.$ZodIssue[], base: Path, raw: unknown, found: Found[]): void {
+  for (const issue of issues) {
+    const path = [...base, ...(issue.path as Path)];
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) found.push({ path: [...path, key], message: issue.message, atKey: true });
+    } else if (issue.code === "invalid_key") {
+      found.push({ path, message: issue.issues[0]?.message ?? issue.message, atKey: true });
+    } else if (issue.code === "invalid_union" && issue.errors.length === 2 && isRecord(get(raw, path))) {
+      const value = get(raw, path) as Record<string, unknown>;
+      const branch = "supervisor" in value ? 1 : "actor" in value ? 0 : -1;
+      if (branch >= 0) flatten(issue.errors[branch]!, path, raw, found);
+      else found.push({ path, message: "a child needs an `actor` or a `supervisor` key", atKey: false });
+    } else {
+      found.push({ path, message: issue.message, atKey: false });
+    }
+  }
+}
+
+/** Checks zod cannot make alone: names unique across the whole tree, and modules that exist. */
+function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at: (path: Path) => { line: number; col: number }): void {
+  const seen = new Map<string, Path>();
+  const walk = (children: unknown, path: Path) => {
+    if (!Array.isArray(children)) return;
+    children.forEach((child, i) => {
+      if (!isRecord(child)) return;
+      const here = [...path, i];
+      const key = typeof child.supervisor === "string" ? "supervisor" : typeof child.actor === "string" ? "actor" : undefined;
+      if (key) {
+        const name = child[key] as string;
+        const first = seen.get(name);
+        if (first) {
+          const { line, col } = at(first);
+          found.push({ path: [...here, key], message: `duplicate name "${name}" (first declared at line ${line}, column ${col})`, atKey: false });
+        } else seen.set(name, [...here, key]);
+      }
+      if (key === "actor" && typeof child.module === "string" && child.module.length > 0) {
+        const module = resolve(baseDir, child.module);
+        if (!isFile(module)) found.push({ path: [...here, "module"], message: `module not found: ${module}`, atKey: false });
+      }
+      if (key === "supervisor") walk(child.children, [...here, "children"]);
+    });
+  };
+  if (isRecord(raw) && isRecord(raw.supervisor)) walk(raw.supervisor.children, ["supervisor", "children"]);
+}
+
+/** Offset of the node at `path`, or of its nearest existing ancestor (a missing key points at its parent map). */
+function locate(doc: Document, path: Path, atKey: boolean): number {
+  let node: unknown = doc.contents;
+  let keyNode: unknown;
+  let offset = rangeStart(node) ?? 0;
+  for (const segment of path) {
+    let next: unknown;
+    keyNode = undefined;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === segment);
+      if (!pair) return offset;
+      [keyNode, next] = [pair.key, pair.value];
+    } else if (isSeq(node) && typeof segment === "number" && segment < node.items.length) {
+      next = node.items[segment];
+    } else return offset;
+    // An empty value (`pool:`) has no node of its own: point at its key.
+    offset = rangeStart(atKey ? keyNode : next) ?? rangeStart(keyNode) ?? offset;
+    node = next;
+  }
+  return offset;
+}
+
+function rangeStart(node: unknown): number | undefined {
+  const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
+  return range?.[0];
+}
+
+function get(value: unknown, path: Path): unknown {
+  for (const segment of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
+}
+
+function show(value: unknown): string {
+  if (Array.isArray(value)) return "a list";
+  if (isRecord(value)) return "a map";
+  return value === null ? "an empty value" : JSON.stringify(value);
+}
+
+function formatPath(path: Path): string {
+  let out = "";
+  for (const segment of path) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else out += /^[A-Za-z_][A-Za-z0-9_-]*$/.test(segment) ? `${out ? "." : ""}${segment}` : `[${JSON.stringify(segment)}]`;
+  }
+  return out || "(top level)";
+}
+
+function fail(fileName: string, issues: MeshFileIssue[]): never {
+  issues.sort((a, b) => a.line - b.line || a.col - b.col);
+  const lines = [...new Set(issues.map((i) => `${fileName}:${i.line}:${i.col}: ${i.path ? `${i.path}: ` : ""}${i.message}`))];
+  throw new HermesError(ErrorCode.INVALID_REQUEST, lines.join("\n"), {
+    reason: `${issues.length === 1 ? "1 problem" : `${issues.length} problems`} in ${fileName}`,
+    file: fileName,
+    issues,
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
