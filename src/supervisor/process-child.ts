@@ -7,7 +7,7 @@ import type { ChildHandle, ExitInfo } from "./child-spec.ts";
 
 /** Options of `processChild`. */
 export interface ProcessChildOptions {
-  /** Added to (and overriding) the parent's environment. */
+  /** Added to (and overriding) the parent's environment; an undefined value removes a variable. */
   env?: Record<string, string | undefined>;
   cwd?: string;
   /** Called with each stdout line (without the newline). Without it stdout is inherited. */
@@ -50,7 +50,7 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
       : onStdout;
     const proc = Bun.spawn(cmd, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      env: environment(options.env),
       stdin: "ignore",
       stdout: stdoutLine ? "pipe" : "inherit",
       stderr: options.onStderr ? "pipe" : "inherit",
@@ -94,6 +94,11 @@ async function waitReady(
   proc.kill("SIGKILL");
   await exited;
   throw new HermesError(ErrorCode.UNAVAILABLE, `${cmd.join(" ")}: ${failure}`, { reason: failure });
+}
+
+function environment(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, ...extra };
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
 function describeExit(code: number | null, signal: string | null): ExitInfo {

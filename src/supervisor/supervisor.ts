@@ -3,11 +3,12 @@
  * restart type and its strategy, gives up and escalates when they crash too often, and stops
  * them in reverse order. It knows children only as ChildSpec/ChildHandle (see child-spec.ts).
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
 import { isNormalExit, type ChildStatus, type ExitInfo, type Strategy } from "./child-spec.ts";
 import { ChildSlot, type Running } from "./child-slot.ts";
 import { RestartIntensity } from "./restart-intensity.ts";
+import {
+  alreadyStarted, childNotRunning, failedToStart, messageOf, supervisorUnavailable, unknownChild,
+} from "./supervisor-errors.ts";
 import { restartGroup } from "./strategy-group.ts";
 import {
   EventHub, type StopReason, type SupervisorEndReason, type SupervisorEvent, type SupervisorListener,
@@ -58,7 +59,9 @@ export class Supervisor {
     this.id = options.id;
     this.strategy = options.strategy ?? "one_for_one";
     this.#intensity = new RestartIntensity(options.intensity, options.period);
-    const backoff = options.backoff === false ? undefined : { resetAfterMs: this.#intensity.period, ...options.backoff };
+    const backoff = options.backoff === false
+      ? undefined
+      : { ...options.backoff, resetAfterMs: options.backoff?.resetAfterMs ?? this.#intensity.period };
     this.#slots = options.children.map((spec) => new ChildSlot(spec, backoff));
     const { promise, resolve } = Promise.withResolvers<ExitInfo>();
     this.exited = promise;
@@ -72,29 +75,22 @@ export class Supervisor {
   /**
    * Starts the children in order. If one fails to start, the started ones are stopped in
    * reverse order and this rejects with a HermesError (UNAVAILABLE, reason "failed_to_start_child").
+   * It also rejects (reason "stopped while starting") when stop() is called before it is done.
    */
   start(): Promise<void> {
-    if (this.#state !== "idle") {
-      return Promise.reject(new HermesError(ErrorCode.INVALID_REQUEST, `supervisor '${this.id}' was already started`, {
-        reason: "already started",
-        supervisor: this.id,
-      }));
-    }
+    if (this.#state !== "idle") return Promise.reject(alreadyStarted(this.id));
     this.#state = "starting";
     return this.#serial(async () => {
       for (const slot of this.#slots) {
-        if (this.#state !== "starting") return; // stop() came first: it stops what did start
+        // stop() came first: its turn comes next and stops what did start.
+        if (this.#state !== "starting") throw supervisorUnavailable(this.id, "stopped while starting");
         try {
           await this.#startSlot(slot);
         } catch (error) {
           slot.lastExit = { code: null, signal: null, reason: `failed to start: ${messageOf(error)}` };
           await this.#stopAll("start_failed");
           this.#end("failed_to_start_child");
-          throw new HermesError(ErrorCode.UNAVAILABLE, `supervisor '${this.id}': child '${slot.id}' failed to start: ${messageOf(error)}`, {
-            reason: "failed_to_start_child",
-            supervisor: this.id,
-            child: slot.id,
-          }, { cause: error });
+          throw failedToStart(this.id, slot.id, error);
         }
       }
       if (this.#state === "starting") this.#state = "running";
@@ -140,11 +136,8 @@ export class Supervisor {
       try {
         await this.#startSlot(slot);
       } catch (error) {
-        throw new HermesError(ErrorCode.UNAVAILABLE, `child '${id}' failed to start: ${messageOf(error)}`, {
-          reason: "failed_to_start_child",
-          supervisor: this.id,
-          child: id,
-        }, { cause: error });
+        slot.lastExit = { code: null, signal: null, reason: `failed to start: ${messageOf(error)}` };
+        throw failedToStart(this.id, id, error);
       }
     });
   }
@@ -155,13 +148,7 @@ export class Supervisor {
    */
   async killChild(id: string): Promise<void> {
     const running = this.#slot(id).current;
-    if (!running) {
-      throw new HermesError(ErrorCode.UNAVAILABLE, `child '${id}' of supervisor '${this.id}' is not running`, {
-        reason: "not running",
-        supervisor: this.id,
-        child: id,
-      });
-    }
+    if (!running) throw childNotRunning(this.id, id);
     running.handle.kill();
     await running.handle.exited;
   }
@@ -294,21 +281,12 @@ export class Supervisor {
   #slot(id: string): ChildSlot {
     const slot = this.#slots.find((s) => s.id === id);
     if (slot) return slot;
-    const known = this.#slots.map((s) => s.id);
-    throw new HermesError(ErrorCode.UNROUTABLE, `supervisor '${this.id}' has no child '${id}'`, { target: id, known });
+    throw unknownChild(this.id, id, this.#slots.map((s) => s.id));
   }
 
   #assertRunning(): void {
-    if (this.#state === "running") return;
-    throw new HermesError(ErrorCode.UNAVAILABLE, `supervisor '${this.id}' is ${this.#state}`, {
-      reason: `supervisor ${this.#state}`,
-      supervisor: this.id,
-    });
+    if (this.#state !== "running") throw supervisorUnavailable(this.id, `supervisor ${this.#state}`);
   }
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
