@@ -1,6 +1,7 @@
 /**
  * A supervisor's record of one child: its spec with defaults applied, the running instance if
- * any, and the bookkeeping `status()` reports. Internal to the supervisor.
+ * any, and the bookkeeping `status()` reports. Internal to the supervisor: not part of the
+ * public API.
  */
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import {

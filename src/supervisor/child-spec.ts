@@ -9,6 +9,9 @@
  * - permanent: always.
  * - transient: only after an abnormal exit (non-zero code, or a signal the supervisor did not send).
  * - temporary: never.
+ *
+ * @example
+ * const spec: ChildSpec = { id: "job", start, restart: RestartType.TRANSIENT };
  */
 export const RestartType = {
   PERMANENT: "permanent",
@@ -22,6 +25,9 @@ export type RestartType = (typeof RestartType)[keyof typeof RestartType];
  * - one_for_one: just that child.
  * - one_for_all: all children (the others are stopped first, in reverse order).
  * - rest_for_one: that child and the children after it in the spec list.
+ *
+ * @example
+ * new Supervisor({ id: "pipeline", strategy: Strategy.REST_FOR_ONE, children: [source, parser, sink] });
  */
 export const Strategy = {
   ONE_FOR_ONE: "one_for_one",
@@ -37,7 +43,12 @@ export const ChildType = {
 } as const;
 export type ChildType = (typeof ChildType)[keyof typeof ChildType];
 
-/** How a child ended. A process killed by a signal has `code: null` and `signal` set. */
+/**
+ * How a child ended. A process killed by a signal has `code: null` and `signal` set.
+ *
+ * @example
+ * const crashed: ExitInfo = { code: null, signal: "SIGKILL", reason: "killed by SIGKILL" };
+ */
 export interface ExitInfo {
   code: number | null;
   signal: string | null;
@@ -48,7 +59,12 @@ export interface ExitInfo {
 /** The state of one child as `Supervisor.status()` reports it. */
 export type ChildState = "running" | "restarting" | "stopped" | "exited";
 
-/** One child in `Supervisor.status()`. */
+/**
+ * One child in `Supervisor.status()`.
+ *
+ * @example
+ * for (const child of sup.status()) console.log(child.id, child.state, child.pid, child.restarts);
+ */
 export interface ChildStatus {
   id: string;
   type: ChildType;

@@ -1,7 +1,8 @@
 /**
  * The HermesErrors a supervisor raises, in one place so their codes and fields stay consistent:
  * INVALID_REQUEST for misuse, UNROUTABLE for an unknown child, UNAVAILABLE for a child or
- * supervisor that is not (or could not be) up.
+ * supervisor that is not (or could not be) up. Internal to the supervisor: callers see these
+ * as HermesErrors and match on `code` and `fields.reason`.
  */
 import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";

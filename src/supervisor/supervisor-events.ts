@@ -19,6 +19,11 @@ export type SupervisorEndReason = "shutdown" | "killed" | "reached_max_restart_i
  * - restarted: the restart of `children` (in order) is done.
  * - intensity_exceeded: too many restarts; all children are being stopped and the supervisor escalates.
  * - stopped: with `child`, the supervisor stopped that child; without, the supervisor itself ended.
+ *
+ * @example
+ * for await (const e of sup.events()) {
+ *   if (e.type === "restarting") console.log(`${e.child} crashed; restarting ${e.children} in ${e.delayMs} ms`);
+ * }
  */
 export type SupervisorEvent =
   | { type: "started"; supervisor: string; child: string; pid?: number; restarts: number }

@@ -35,7 +35,12 @@ export interface SupervisorOptions {
   children: ChildSpec[];
 }
 
-/** Throws a HermesError (INVALID_REQUEST) naming the first problem in `options`. */
+/**
+ * Throws a HermesError (INVALID_REQUEST) naming the first problem in `options`.
+ *
+ * @example
+ * checkOptions({ id: "root", children: [a, a] }); // throws: duplicate child id 'a'
+ */
 export function checkOptions(options: SupervisorOptions): void {
   const problem = findProblem(options);
   if (problem) {
