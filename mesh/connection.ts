@@ -82,6 +82,8 @@ export class Connection {
     this.#held = [];
     for (const [env, seq] of held) this.#deliver(env, seq);
   }
+  /** When set, called for every envelope the peer acknowledged (a durable outbox deletes it then). */
+  onAcknowledged: ((env: Envelope) => void) | undefined;
   /** Status changes: open, unhealthy, healthy, closed. */
   onStatus: (status: ConnectionStatus) => void = () => {};
   /** The peer's hello, once received. */
@@ -488,7 +490,7 @@ export class Connection {
   }
 
   #onAck(seq: number): void {
-    if (this.#window.ack(seq) > 0) {
+    if (this.#window.ack(seq, this.onAcknowledged) > 0) {
       this.#releaseBacklog();
       if (this.#writableWaiters.length > 0) this.#notifyWritable(false);
       if (this.#ackWaiters.length > 0 && this.#allAcknowledged()) this.#notifyAckWaiters();

@@ -9,6 +9,14 @@ export interface DedupeEntry {
   answer?: Envelope;
 }
 
+/** What a mesh node needs of its dedupe memory; durable actors back it with their store. */
+export interface DedupeStore {
+  lookup(id: string): DedupeEntry | undefined;
+  begin(id: string, now?: number): void;
+  complete(id: string, answer?: Envelope): void;
+  forget(id: string): void;
+}
+
 /**
  * Receiver-side deduplication by message_id (PROTOCOL.md section 4): the last `capacity` ids
  * (default 100,000), each for up to `maxAgeMs` (default 10 minutes). A redelivered envelope
@@ -19,7 +27,7 @@ export interface DedupeEntry {
  * if (seen.lookup(env.message_id)) return reAck();
  * seen.begin(env.message_id); ...; seen.complete(env.message_id, answer);
  */
-export class DedupeCache {
+export class DedupeCache implements DedupeStore {
   readonly capacity: number;
   readonly maxAgeMs: number;
   // A Map iterates in insertion order: the oldest entry is always first.

@@ -5,7 +5,7 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 import { MessageType } from "../src/protocol/message-types.ts";
 import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
 import type { Connection, ConnectionOptions } from "./connection.ts";
-import { DedupeCache } from "./dedupe-cache.ts";
+import { DedupeCache, type DedupeStore } from "./dedupe-cache.ts";
 import { PeerLink } from "./peer-link.ts";
 import { PendingRequests } from "./pending-requests.ts";
 import type { RegistryEntry } from "./registry-entry.ts";
@@ -48,7 +48,9 @@ export interface MeshNodeOptions {
   /** Deliveries before dead-lettering. Default 10. */
   maxAttempts?: number;
   /** The dedupe memory (durable mode passes one backed by its store). */
-  dedupe?: DedupeCache;
+  dedupe?: DedupeStore;
+  /** A destination acknowledged an envelope this node sent (a durable outbox deletes it then). */
+  onDelivered?: (env: Envelope, destination: string) => void;
 }
 
 /** Options of a request sent through the mesh. */
@@ -74,7 +76,7 @@ export class MeshNode {
   #links = new Map<string, PeerLink>();
   #pending: PendingRequests;
   #serving = new Map<string, ServedRequest>();
-  #dedupe: DedupeCache;
+  #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
   #duplicates = new Map<string, Array<{ connection: Connection; seq: number }>>();
   /** Open connections by the peer's node name, for answering on whatever path still exists. */
@@ -152,6 +154,26 @@ export class MeshNode {
     return destinations.length;
   }
 
+  /**
+   * Sends an envelope built elsewhere (a durable outbox replaying after a restart) along the
+   * route its own fields name, keeping its message_id so receivers deduplicate it.
+   */
+  dispatch(env: Envelope): number {
+    const destinations = this.#router.destinations(env);
+    for (const [i, destination] of destinations.entries()) this.#link(destination.address).send(i === 0 ? env : { ...env });
+    return destinations.length;
+  }
+
+  /** The addresses a route resolves to now (throws code 8 like a send would). */
+  resolve(route: Route): string[] {
+    return this.#router.destinations(route).map((d) => d.address);
+  }
+
+  /** Sends an envelope to one instance address, whatever its own route fields say. */
+  sendTo(address: string, env: Envelope): void {
+    this.#link(address).send(env);
+  }
+
   /** Publishes an event on a topic to every subscriber; 0 when nobody subscribes (not an error). */
   publish(topic: string, payload: Payload, options: EnvelopeOptions = {}): number {
     try {
@@ -195,6 +217,7 @@ export class MeshNode {
         onEnvelope: (env, seq, connection) => this.#receive(env, seq, connection),
         onDeadLetter: (env, error) => this.#deadLetter(env, address, error),
         onExpired: (env) => this.#expired(env),
+        ...(this.#options.onDelivered && { onAcknowledged: (env: Envelope) => this.#options.onDelivered!(env, address) }),
       });
       this.#links.set(address, link);
     }

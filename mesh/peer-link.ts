@@ -20,6 +20,8 @@ export interface PeerLinkOptions {
   onDeadLetter: (env: Envelope, error: HermesError) => void;
   /** An envelope's ttl ran out while it waited for the destination. */
   onExpired: (env: Envelope) => void;
+  /** The peer acknowledged this envelope (handled it). */
+  onAcknowledged?: (env: Envelope) => void;
   /** Reconnect backoff: first delay and ceiling, ms. Default 5 and 500. */
   backoff?: { initialMs?: number; maxMs?: number };
 }
@@ -138,6 +140,7 @@ export class PeerLink {
     this.#connection = connection;
     this.#failures = 0;
     connection.onEnvelope = this.#options.onEnvelope;
+    connection.onAcknowledged = this.#options.onAcknowledged;
     connection.closed.then(() => this.#onBroken(connection));
     const queue = this.#queue;
     this.#queue = [];

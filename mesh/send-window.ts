@@ -59,10 +59,11 @@ export class SendWindow {
   }
 
   /** Applies a cumulative ack; returns how many envelopes it released. Acks for unsent seqs are ignored. */
-  ack(seq: number): number {
+  ack(seq: number, released?: (env: Envelope) => void): number {
     const upTo = Math.min(seq, this.#nextSeq - 1);
     const count = upTo - this.#firstSeq + 1;
     if (count <= 0) return 0;
+    if (released) for (let i = this.#head; i < this.#head + count; i++) released(this.#unacked[i]!);
     this.#head += count;
     this.#firstSeq += count;
     if (this.#head === this.#unacked.length) {

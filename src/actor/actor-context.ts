@@ -2,6 +2,8 @@ import type { MeshNode, MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import type { ServedRequest } from "../../mesh/served-request.ts";
 import type { EnvelopeOptions, Route } from "../protocol/envelope-factory.ts";
 import type { Envelope, Payload } from "../protocol/envelope.ts";
+import { createEvent } from "../protocol/envelope-factory.ts";
+import type { ActorStore } from "./actor-store.ts";
 import type { Logger } from "./logger.ts";
 
 /** Where a message goes: an actor name / address / stable id, or a full route. */
@@ -15,6 +17,8 @@ export interface InitContext {
   readonly address: string;
   readonly instance: number;
   readonly log: Logger;
+  /** The actor's key-value state (durable actors: committed with each handled message). */
+  readonly store: ActorStore;
   /** Sends a request and resolves with the response payload; rejects with a HermesError. */
   request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Payload>;
   /** Sends an event to one destination (no answer). */
@@ -48,7 +52,11 @@ interface Identity {
   address: string;
   instance: number;
   log: Logger;
+  store: ActorStore;
 }
+
+/** In a durable actor, the messages a handler call sends wait here for its commit. */
+export type Outbox = Array<{ destination: string; envelope: Envelope }>;
 
 /** The context outside any handler. */
 export function initContext(node: MeshNode, identity: Identity): InitContext {
@@ -72,6 +80,7 @@ export function handlerContext<State>(
   served: ServedRequest | undefined,
   signal: AbortSignal | undefined,
   deadline: number,
+  durable?: { store: ActorStore; outbox: Outbox },
 ): ActorContext<State> {
   const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
     ({ trace_id: envelope.trace_id, ...(envelope.context_id !== undefined && { context_id: envelope.context_id }), ...options }) as T;
@@ -91,9 +100,32 @@ export function handlerContext<State>(
       if (opts.timeoutMs === undefined && opts.ttl === undefined) opts.timeoutMs = left;
       return (await node.request(toRoute(to), payload, opts)).payload;
     },
-    send: (to, payload, options) => void node.emit(toRoute(to), payload, inherit(options)),
-    publish: (topic, payload, options) => node.publish(topic, payload, inherit(options)),
+    send: (to, payload, options) => {
+      if (durable) stage(node, identity.address, durable.outbox, toRoute(to), payload, inherit(options), true);
+      else node.emit(toRoute(to), payload, inherit(options));
+    },
+    publish: (topic, payload, options) =>
+      durable ? stage(node, identity.address, durable.outbox, { topic }, payload, inherit(options), false) : node.publish(topic, payload, inherit(options)),
+    ...(durable && { store: durable.store }),
     progress: (payload) => served?.progress(payload),
     reply: (payload) => served?.respond(payload),
   };
+}
+
+/**
+ * A durable handler's send: the envelope is built now (its message_id fixed), one copy per
+ * destination resolved now, and held until the call commits; after a crash the outbox row is
+ * resent with the same id, so the destination deduplicates it.
+ */
+function stage(node: MeshNode, source: string, outbox: Outbox, route: Route, payload: Payload, options: EnvelopeOptions, strict: boolean): number {
+  let destinations: string[];
+  try {
+    destinations = node.resolve(route);
+  } catch (error) {
+    if (strict) throw error;
+    return 0; // publishing to a topic nobody subscribes to is not an error
+  }
+  const envelope = createEvent(source, route, payload, options);
+  for (const destination of destinations) outbox.push({ destination, envelope: { ...envelope } });
+  return destinations.length;
 }

@@ -3,7 +3,10 @@ import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { Registry } from "../../mesh/registry.ts";
 import { Scheduler } from "../../mesh/scheduler.ts";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
+import { DurableStore } from "./durable-store.ts";
 import type { ActorDefinition } from "./define-actor.ts";
 import { createLogger } from "./logger.ts";
 
@@ -18,6 +21,14 @@ export interface ActorHostOptions {
   window?: number;
   token?: string;
   shutdownMs?: number;
+  /** Keep dedupe set, outbox and state in `<dir>/data/<name>[.<i>].db` (also when the module says so). */
+  durable?: boolean;
+}
+
+function openDurableStore(options: ActorHostOptions): DurableStore {
+  const data = join(options.dir, "data");
+  mkdirSync(data, { recursive: true, mode: 0o700 });
+  return DurableStore.open(join(data, `${options.pool > 1 ? `${options.name}.${options.instance}` : options.name}.db`));
 }
 
 /**
@@ -32,6 +43,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const log = createLogger({ actor: address, pid: process.pid });
   const definition = await loadDefinition(options.module);
   const registry = new Registry();
+  const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;
   const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
   const runtime = new ActorRuntime(definition, {
     name: options.name,
@@ -44,6 +56,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.window !== undefined && { window: options.window }),
     ...(options.token !== undefined && { token: options.token }),
+    ...(durable && { durable }),
   });
   // A peer coming back up: links holding envelopes for it redial at once.
   registry.onUpdate((update) => {

@@ -2,10 +2,19 @@ import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/me
 import type { ServedRequest } from "../../mesh/served-request.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
-import { handlerContext, initContext, type InitContext } from "./actor-context.ts";
+import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
+import { memoryStore, stagedStore, type ActorStore } from "./actor-store.ts";
+import type { DurableStore } from "./durable-store.ts";
 import type { ActorDefinition } from "./define-actor.ts";
 import type { Logger } from "./logger.ts";
 import { Mailbox } from "./mailbox.ts";
+
+/** A durable handler call's staged effects; `committed` once staged for its message's commit. */
+interface Effects {
+  staged: { writes: Map<string, unknown>; outbox: Outbox };
+  view: { store: ActorStore; outbox: Outbox };
+  committed: boolean;
+}
 
 type Work = { request: ServedRequest; event?: undefined } | { event: InboundEvent; request?: undefined };
 
@@ -16,6 +25,8 @@ export interface ActorRuntimeOptions extends Omit<MeshNodeOptions, "onRequest" |
   log: Logger;
   /** Overrides the definition's concurrency (the mesh file's setting). */
   concurrency?: number;
+  /** Durable mode: dedupe set, outbox and state in this store, committed per handled message. */
+  durable?: DurableStore;
 }
 
 /**
@@ -32,7 +43,8 @@ export class ActorRuntime<State = unknown> {
   #mailbox = new Mailbox<Work>();
   #running = 0;
   #state!: State;
-  #identity: { name: string; address: string; instance: number; log: Logger };
+  #identity: { name: string; address: string; instance: number; log: Logger; store: ActorStore };
+  #durable: DurableStore | undefined;
   #started = false;
   #stopping = false;
   #idle: Array<() => void> = [];
@@ -42,7 +54,8 @@ export class ActorRuntime<State = unknown> {
     this.definition = definition;
     this.#options = options;
     this.concurrency = options.concurrency ?? definition.concurrency ?? 1;
-    this.#identity = { name: options.name, address: options.address, instance: options.instance, log: options.log };
+    this.#durable = options.durable;
+    this.#identity = { name: options.name, address: options.address, instance: options.instance, log: options.log, store: options.durable ?? memoryStore() };
   }
 
   /** The mesh node (for routing updates and stats). */
@@ -57,13 +70,17 @@ export class ActorRuntime<State = unknown> {
 
   /** Listens, runs `init`, then starts handling. Messages arriving during init wait in the mailbox. */
   async start(): Promise<void> {
+    const durable = this.#durable;
     this.#node = await MeshNode.start({
       ...this.#options,
+      ...(durable && { dedupe: durable, onDelivered: (env: import("../protocol/envelope.ts").Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
       onRequest: (request) => this.#enqueue({ request }, request.request.priority),
       onEvent: (event) => this.#enqueue({ event }, event.envelope.priority),
     });
     this.#state = (await this.definition.init?.(this.initContext)) as State;
     this.#started = true;
+    // Committed before a crash, not yet acknowledged: sent again, same ids, so nothing is lost or doubled.
+    if (durable) for (const { destination, envelope } of durable.pendingOutbox()) this.#node.sendTo(destination, envelope);
     this.#drain();
   }
 
@@ -84,6 +101,7 @@ export class ActorRuntime<State = unknown> {
       await this.definition.onStop?.({ ...this.initContext, state: this.#state });
     } finally {
       await this.#node.close();
+      this.#durable?.close();
     }
   }
 
@@ -119,34 +137,71 @@ export class ActorRuntime<State = unknown> {
       served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.#identity.address} takes no requests`, { target: this.#identity.address, known: [] }));
       return;
     }
-    const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline);
+    const id = served.request.message_id;
+    const effects = this.#effects();
+    const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline, effects?.view);
     try {
       const result = handler(served.request, ctx);
+      let payload;
       if (result instanceof Promise) {
         served.startDeadline();
-        served.respond(await result);
+        payload = await result;
       } else {
-        served.respond(result);
+        payload = result;
       }
+      // Staged now, committed by the dedupe record of the answer (one transaction), sent after.
+      if (effects && !served.done) {
+        this.#durable!.stage(id, effects.staged);
+        effects.committed = true;
+      }
+      served.respond(payload);
     } catch (error) {
       if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
       served.fail(error);
+    } finally {
+      if (effects) this.#afterCommit(id, effects);
     }
+  }
+
+  /** A durable call's staged writes and outbox, and the context view of them. */
+  #effects(): Effects | undefined {
+    if (!this.#durable) return undefined;
+    const writes = new Map<string, unknown>();
+    const outbox: Outbox = [];
+    return { staged: { writes, outbox }, view: { store: stagedStore(this.#durable, writes), outbox }, committed: false };
+  }
+
+  /**
+   * Sends what a durable call committed. A call that failed or was answered before it finished
+   * (timeout, cancel) staged nothing: its writes and messages are dropped, as a rolled-back
+   * transaction's would be.
+   */
+  #afterCommit(id: string, effects: Effects): void {
+    const durable = this.#durable!;
+    durable.discard(id);
+    if (!effects.committed || durable.lookup(id)?.state !== "done") return;
+    for (const { destination, envelope } of effects.staged.outbox) this.#node.sendTo(destination, envelope);
   }
 
   async #runEvent(event: InboundEvent): Promise<void> {
     const env = event.envelope;
     const handler = this.definition.onEvent;
+    const effects = this.#effects();
     try {
       if (handler) {
         const controller = new AbortController();
-        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, Date.now() + env.ttl);
+        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, Date.now() + env.ttl, effects?.view);
         await handler(env, ctx);
+        if (effects) {
+          this.#durable!.stage(env.message_id, effects.staged);
+          effects.committed = true;
+        }
       }
     } catch (error) {
       this.#identity.log.error("event handler threw", { trace_id: env.trace_id, message_id: env.message_id, error: String(error) });
     } finally {
       event.done();
+      if (effects) this.#afterCommit(env.message_id, effects);
     }
   }
 }

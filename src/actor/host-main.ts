@@ -35,6 +35,7 @@ try {
     window: optionalNumber(values.window),
     shutdownMs: optionalNumber(values["shutdown-ms"]),
     token: process.env.HERMES_MESH_TOKEN || undefined,
+    durable: process.env.HERMES_ACTOR_DURABLE === "1",
   });
 } catch (error) {
   console.error(JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: values.name, msg: "actor failed to start", error: String(error) }));
