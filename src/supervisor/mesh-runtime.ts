@@ -151,7 +151,13 @@ function instancesOf(
       shutdown: spec.shutdown_ms,
       start: async () => {
         ctx.registry.patch(address, { health: "starting", updatedAt: Date.now() });
-        const handle = await start();
+        let handle;
+        try {
+          handle = await start();
+        } catch (error) {
+          ctx.options.log.error("actor failed to start", { actor: address, error: String(error) });
+          throw error;
+        }
         handle.exited.then(() => ctx.registry.patch(address, { health: "down", pid: undefined, queueDepth: 0, inFlight: 0, updatedAt: Date.now() }));
         return handle;
       },

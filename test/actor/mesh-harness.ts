@@ -35,7 +35,7 @@ export async function startTestMesh(yaml: string): Promise<TestMesh> {
   try {
     mesh = await startMesh(parseMeshFile(await Bun.file(file).text(), file), {
       dir: join(dir.path, "run"),
-      log: createLogger({ component: "supervisor" }, (line) => logLines.push(line)),
+      log: createLogger({ component: "supervisor" }, (line) => { logLines.push(line); if (process.env.HM_DEBUG) console.error(line); }),
       onEvent: (event) => events.push(event),
       onOutput: (address, line) => output.push(`[${address}] ${line}`),
     });
