@@ -68,3 +68,8 @@ export function rssKiB(pid: number): number {
   const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
+
+/** Simulated work inside a handler under test (not a wait for a condition: use waitFor for that). */
+export function simulateWork(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

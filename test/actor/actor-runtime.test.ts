@@ -1,0 +1,135 @@
+/** The actor runtime in one process: concurrency, priorities, errors and deadlines, over real sockets. */
+import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { ActorRuntime } from "../../src/actor/actor-runtime.ts";
+import { defineActor, type ActorDefinition } from "../../src/actor/define-actor.ts";
+import { createLogger } from "../../src/actor/logger.ts";
+import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { MeshNode } from "../../mesh/mesh-node.ts";
+import { Registry } from "../../mesh/registry.ts";
+import { Scheduler } from "../../mesh/scheduler.ts";
+import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { simulateWork, tempDir, waitFor } from "../helpers.ts";
+
+const quiet = createLogger({}, () => {});
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** One actor runtime and a client node, both routing from a registry that knows the actor. */
+async function actorWithClient<S>(definition: ActorDefinition<S>, concurrency?: number) {
+  const dir = tempDir();
+  cleanups.push(() => dir[Symbol.dispose]());
+  const registry = new Registry();
+  const socket = join(dir.path, "subject.sock");
+  registry.upsert({
+    name: "subject", instance: 0, address: "subject", id: "id-subject", socket, capabilities: [], subscriptions: [],
+    health: "healthy", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
+  });
+  const pick = schedulerPicker(new Scheduler());
+  const runtime = new ActorRuntime(definition, { name: "subject", instance: 0, address: "subject", socketPath: socket, routes: registry, pick, log: quiet, ...(concurrency && { concurrency }) });
+  await runtime.start();
+  cleanups.push(() => runtime.stop(1000));
+  const client = await MeshNode.start({ address: "client", routes: registry, pick });
+  cleanups.push(() => client.close());
+  return { runtime, client };
+}
+
+describe("ActorRuntime", () => {
+  test("runs at most `concurrency` handlers at once, and does run that many in parallel", async () => {
+    let running = 0;
+    let peak = 0;
+    const { client } = await actorWithClient(
+      defineActor({
+        async onRequest() {
+          peak = Math.max(peak, ++running);
+          await simulateWork(30);
+          running--;
+          return {};
+        },
+      }),
+      3,
+    );
+    await Promise.all(Array.from({ length: 12 }, () => client.request({ target_agent: "subject" }, {}, { timeoutMs: 5000 })));
+    expect(peak).toBe(3);
+  });
+
+  test("queued work is served by priority: an urgent request overtakes a backlog", async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { client, runtime } = await actorWithClient(
+      defineActor({
+        async onRequest(request) {
+          if (request.payload.gate) await gate;
+          order.push(String(request.payload.name));
+          return {};
+        },
+      }),
+    );
+    const all = [client.request({ target_agent: "subject" }, { gate: true, name: "first" })];
+    await waitFor(() => runtime.load.inFlight === 1, "the first handler to run");
+    for (const name of ["r1", "r2", "r3"]) all.push(client.request({ target_agent: "subject" }, { name }, { priority: 2 }));
+    await waitFor(() => runtime.load.queueDepth === 3, "the backlog");
+    all.push(client.request({ target_agent: "subject" }, { name: "urgent" }, { priority: 9 }));
+    await waitFor(() => runtime.load.queueDepth === 4, "the urgent one to queue");
+    release();
+    await Promise.all(all);
+    expect(order).toEqual(["first", "urgent", "r1", "r2", "r3"]);
+  });
+
+  test("a handler that throws answers code 7 and the actor keeps serving", async () => {
+    const { client } = await actorWithClient(
+      defineActor({
+        onRequest(request) {
+          if (request.payload.plain) throw new Error("plain failure");
+          return { fine: true };
+        },
+      }),
+    );
+    const plain = await client.request({ target_agent: "subject" }, { plain: true }).catch((e) => e);
+    expect(plain.code).toBe(ErrorCode.INTERNAL);
+    expect(plain.message).toBe("plain failure");
+    expect((await client.request({ target_agent: "subject" }, {})).payload).toEqual({ fine: true });
+  });
+
+  test("a handler past its deadline is answered with code 3 and sees its signal aborted", async () => {
+    let aborted = false;
+    const { client } = await actorWithClient(
+      defineActor({
+        async onRequest(_request, ctx) {
+          ctx.signal.addEventListener("abort", () => (aborted = true));
+          await simulateWork(2000);
+          return {};
+        },
+      }),
+    );
+    const error = await client.request({ target_agent: "subject" }, {}, { ttl: 100, timeoutMs: 3000 }).catch((e) => e);
+    expect(error.code).toBe(ErrorCode.TASK_TIMEOUT);
+    await waitFor(() => aborted, "the handler's signal to abort");
+  });
+
+  test("messages a handler sends keep the trace and context ids; init state is the handler's state", async () => {
+    const seen: Array<{ trace: string; context?: string }> = [];
+    const registryNote: string[] = [];
+    const { client } = await actorWithClient(
+      defineActor({
+        init: () => ({ greeting: "hello" }),
+        async onRequest(request, ctx) {
+          if (request.payload.inner) {
+            seen.push({ trace: request.trace_id, context: request.context_id });
+            return { inner: true };
+          }
+          registryNote.push(ctx.state.greeting);
+          return ctx.request("subject", { inner: true });
+        },
+      }),
+      2,
+    );
+    const reply = await client.request({ target_agent: "subject" }, {}, { trace_id: "trace-outer", context_id: "ctx-7" });
+    expect(reply.payload).toEqual({ inner: true });
+    expect(seen).toEqual([{ trace: "trace-outer", context: "ctx-7" }]);
+    expect(registryNote).toEqual(["hello"]);
+  });
+});
