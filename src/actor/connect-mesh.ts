@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { ControlClient } from "../../mesh/control-client.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
-import { MeshNode, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import { MeshNode, type DeadLetter, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
 import { Scheduler } from "../../mesh/scheduler.ts";
 import { topicMatches } from "../../mesh/topic-pattern.ts";
@@ -22,6 +22,8 @@ export interface MeshClient {
   publish(topic: string, payload: Payload, options?: EnvelopeOptions): number;
   /** Receives events on topics matching `pattern` (`*` one level, `#` any levels). Returns an unsubscribe function. */
   subscribe(pattern: string, handler: (event: Envelope) => void): Promise<() => Promise<void>>;
+  /** Envelopes this client gave up on after `maxAttempts` deliveries, newest last. */
+  deadLetters(): readonly DeadLetter[];
   /** The registry as this client sees it. */
   readonly registry: Registry;
   close(): Promise<void>;
@@ -85,6 +87,7 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
     request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
     send: (to, payload, eventOptions) => void node.emit(toRoute(to), payload, eventOptions),
     publish: (topic, payload, eventOptions) => node.publish(topic, payload, eventOptions),
+    deadLetters: () => node.deadLetters(),
     async subscribe(pattern, handler) {
       let handlers = subscriptions.get(pattern);
       if (!handlers) subscriptions.set(pattern, (handlers = new Set()));
