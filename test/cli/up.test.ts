@@ -1,0 +1,83 @@
+/** `hermes-mesh up / ps / send` as a user runs them: real processes, signals, exit codes, files left behind. */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawnBun, tempDir, waitFor } from "../helpers.ts";
+
+const CLI = join(import.meta.dir, "../../src/cli/main.ts");
+const ECHO = join(import.meta.dir, "../../actors/echo.ts");
+
+function cli(...args: string[]) {
+  const r = Bun.spawnSync([process.execPath, CLI, ...args], { stdout: "pipe", stderr: "pipe", timeout: 30_000 });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("hermes-mesh up", () => {
+  test("starts the tree, answers ps and send, restarts a killed actor, and stops cleanly on SIGTERM", async () => {
+    using dir = tempDir();
+    const yaml = join(dir.path, "mesh.yaml");
+    writeFileSync(yaml, `mesh:\n  name: cli-up\nsupervisor:\n  intensity: 3\n  children:\n    - actor: echo\n      module: ${ECHO}\n      pool: 2\n    - actor: solo\n      module: ${ECHO}\n`);
+    const run = join(dir.path, "run");
+    await using up = spawnBun(CLI, ["up", yaml, "--dir", run, "--quiet"]);
+    await up.waitForLine(/^mesh 'cli-up' up in \d+ ms/);
+
+    const ps = cli("ps", "--dir", run, "--json");
+    expect(ps.code).toBe(0);
+    const entries = JSON.parse(ps.out).entries as Array<{ address: string; pid: number; health: string }>;
+    expect(entries.map((e) => e.address).sort()).toEqual(["echo#0", "echo#1", "solo"]);
+    expect(entries.every((e) => e.health === "healthy" && alive(e.pid))).toBe(true);
+
+    const table = cli("ps", "--dir", run);
+    expect(table.out).toMatch(/ADDRESS\s+PID\s+HEALTH\s+RESTARTS\s+QUEUE/);
+
+    const sent = cli("send", "solo", '{"text":"你好 🌍"}', "--dir", run);
+    expect(sent).toMatchObject({ code: 0, out: '{"text":"你好 🌍"}\n' });
+    const missing = cli("send", "nobody", "{}", "--dir", run);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("error 8 UNROUTABLE");
+    expect(cli("send", "solo", "[1,2]", "--dir", run).code).toBe(2);
+
+    const solo = entries.find((e) => e.address === "solo")!.pid;
+    process.kill(solo, "SIGKILL");
+    await waitFor(() => {
+      const now = JSON.parse(cli("ps", "--dir", run, "--json").out).entries as Array<{ address: string; restarts: number; health: string }>;
+      const entry = now.find((e) => e.address === "solo")!;
+      return entry.restarts === 1 && entry.health === "healthy";
+    }, "solo to be restarted", 10_000);
+    expect(cli("send", "solo", '{"after":"restart"}', "--dir", run).out).toBe('{"after":"restart"}\n');
+
+    const pids = (JSON.parse(cli("ps", "--dir", run, "--json").out).entries as Array<{ pid: number }>).map((e) => e.pid);
+    up.proc.kill("SIGTERM");
+    expect(await up.proc.exited).toBe(0);
+    expect(up.lines).toContain("stopped: every actor exited, sockets removed");
+    expect(pids.filter(alive)).toEqual([]);
+    expect(readdirSync(run).filter((f) => f.endsWith(".sock"))).toEqual([]);
+  }, 60_000);
+
+  test("a bad mesh file is refused with the line and column of every problem", () => {
+    using dir = tempDir();
+    const yaml = join(dir.path, "mesh.yaml");
+    writeFileSync(yaml, `mesh:\n  name: bad\nsupervisor:\n  children:\n    - actor: echo\n      module: ${ECHO}\n      pool: two\n    - actor: ghost\n      module: ./missing.ts\n`);
+    const result = cli("up", yaml, "--dir", join(dir.path, "run"));
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(/mesh\.yaml:7:\d+: supervisor\.children\[0\]\.pool/);
+    expect(result.err).toMatch(/mesh\.yaml:9:\d+: .*missing\.ts/);
+    expect(existsSync(join(dir.path, "run", "supervisor.sock"))).toBe(false);
+  });
+
+  test("ps and send say clearly when no mesh runs there", () => {
+    using dir = tempDir();
+    const ps = cli("ps", "--dir", dir.path);
+    expect(ps.code).toBe(1);
+    expect(ps.err).toContain("cannot connect");
+  });
+});
