@@ -29,4 +29,37 @@ export { Connection, type ConnectionOptions, type ConnectionStatus, type Envelop
 export { listen, dial, Listener, type ListenOptions } from "../mesh/transport.ts";
 export { RequestChannel, type RequestContext, type RequestHandler, type RequestOptions } from "../mesh/request-channel.ts";
 
+// Actors: definitions, contexts, the runtime, and programs outside the tree.
+export { defineActor, type ActorDefinition } from "./actor/define-actor.ts";
+export type { ActorContext, InitContext, Destination } from "./actor/actor-context.ts";
+export type { ActorStore } from "./actor/actor-store.ts";
+export { Mailbox } from "./actor/mailbox.ts";
+export { createLogger, type Logger, type LogSink } from "./actor/logger.ts";
+export { connectMesh, type MeshClient, type ConnectMeshOptions } from "./actor/connect-mesh.ts";
+
+// Supervision: OTP-style trees, mesh files, running a mesh.
+export { Supervisor, type SupervisorState } from "./supervisor/supervisor.ts";
+export { supervisorChild, type SupervisorChildOptions } from "./supervisor/supervisor-child.ts";
+export type { SupervisorOptions } from "./supervisor/supervisor-options.ts";
+export type { SupervisorEvent, SupervisorEventType, SupervisorListener, StopReason, SupervisorEndReason } from "./supervisor/supervisor-events.ts";
+export {
+  RestartType, Strategy, ChildType, DEFAULT_SHUTDOWN_MS, isNormalExit,
+  type ExitInfo, type ChildState, type ChildStatus, type ChildHandle, type ChildSpec,
+} from "./supervisor/child-spec.ts";
+export { processChild, type ProcessChildOptions } from "./supervisor/process-child.ts";
+export { Backoff, type BackoffOptions } from "./supervisor/backoff.ts";
+export { RestartIntensity, DEFAULT_INTENSITY, DEFAULT_PERIOD_MS } from "./supervisor/restart-intensity.ts";
+export {
+  loadMeshFile, parseMeshFile, listActors, MeshFileSchema,
+  type MeshFile, type ActorSpec, type SupervisorSpec,
+} from "./supervisor/mesh-file.ts";
+export { startMesh, defaultMeshDir, type RunningMesh, type StartMeshOptions } from "./supervisor/mesh-runtime.ts";
+
+// Mesh: registry, routing, scheduling, topics, nodes.
+export type { RegistryEntry, ActorHealth } from "../mesh/registry-entry.ts";
+export { Registry, parseRegistryUpdate, type RegistryUpdate, type RegistryPatch, type SubscriberGroup } from "../mesh/registry.ts";
+export { Scheduler, leastLoaded, roundRobin, weighted, type SchedulingStrategy, type SchedulingContext, type CallStats } from "../mesh/scheduler.ts";
+export { TopicIndex, topicMatches, validatePattern, validateTopic } from "../mesh/topic-pattern.ts";
+export { MeshNode, type MeshNodeOptions, type MeshRequestOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
+
 export { VERSION } from "./version.ts";

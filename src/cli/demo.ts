@@ -1,16 +1,20 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { dial } from "../../mesh/transport.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { parseArgs } from "node:util";
+import { connectMesh } from "../actor/connect-mesh.ts";
+import { createLogger } from "../actor/logger.ts";
+import type { HermesError } from "../protocol/hermes-error.ts";
+import { loadMeshFile } from "../supervisor/mesh-file.ts";
+import { startMesh } from "../supervisor/mesh-runtime.ts";
+
+const DEMO_MESH = join(import.meta.dir, "../../actors/mesh.yaml");
 
 /** `hermes-mesh demo [--seconds N]`: parses its arguments and runs the demo. */
 export async function runDemoCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { seconds: { type: "string" }, help: { type: "boolean", short: "h" } } });
   if (values.help) {
-    console.log("Usage: hermes-mesh demo [--seconds N]\n\nStarts an echo peer in its own process on a private Unix socket and talks to it;\nthe last N seconds (default 2) measure round-trip latency.");
+    console.log("Usage: hermes-mesh demo [--seconds N]\n\nStarts the example mesh (actors/mesh.yaml) in a private directory, talks to it, kills an\nactor with SIGKILL under load to show that nothing is lost, measures N seconds (default 2) of\nround trips, and stops it.");
     return 0;
   }
   const seconds = values.seconds === undefined ? 2 : Number(values.seconds);
@@ -22,62 +26,55 @@ export async function runDemoCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * `hermes-mesh demo`: starts an echo peer in its own process on a private Unix socket and
- * talks to it: a request with non-ASCII text, progress, a deadline that passes, then a few
- * seconds of round trips with their latency. Needs no broker, key or network.
+ * The main job: the example mesh with its supervisor tree, each actor its own process on a
+ * Unix socket, no broker, key or network. Shows routing, progress, a crash under load with
+ * every request still answered once, and the hop latency.
  */
 export async function runDemo(seconds = 2): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "hermes-mesh-demo-"));
-  const path = join(dir, "mesh", "echo.sock");
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "demo-echo-server.ts"), path], { stdout: "pipe", stderr: "inherit" });
+  const started = performance.now();
+  const mesh = await startMesh(loadMeshFile(DEMO_MESH), { dir: join(dir, "run"), log: createLogger({ component: "supervisor" }, () => {}) });
   try {
-    await waitForReady(child);
-    console.log(`echo peer: pid ${child.pid}, listening on unix:${path}`);
-    const connection = await dial({ path }, { node: "demo" });
-    const channel = new RequestChannel(connection, "demo");
-    console.log(`connected: codec ${connection.codec}, peer window ${connection.peer?.window}`);
+    console.log(`mesh '${mesh.name}' up in ${Math.round(performance.now() - started)} ms (${DEMO_MESH}), sockets in ${mesh.dir}`);
+    for (const e of mesh.registry.snapshot()) console.log(`  ${e.address.padEnd(8)} pid ${e.pid}  ${e.socket}`);
+    const client = await connectMesh({ dir: mesh.dir, name: "demo" });
 
-    const reply = await channel.request({ target_agent: "echo" }, { text: "你好, hermes 🌍" }, { timeoutMs: 2000 });
-    console.log(`request  -> response ${JSON.stringify(reply.payload)} (trace ${reply.trace_id})`);
+    const reply = await client.request("echo", { text: "你好, hermes 🌍" }, { timeoutMs: 5000 });
+    console.log(`request     -> ${reply.source_agent} answered ${JSON.stringify(reply.payload)} (trace ${reply.trace_id})`);
 
     const steps: unknown[] = [];
-    await channel.request({ target_agent: "echo" }, { progress: 3 }, { onProgress: (p) => steps.push(p.step) });
-    console.log(`progress -> steps ${steps.join(", ")} then the response`);
+    await client.request({ capability: "echo" }, { progress: 3 }, { onProgress: (p) => steps.push(p.step) });
+    console.log(`capability  -> progress ${steps.join(", ")}, then the response`);
 
-    const timeout = await channel.request({ target_agent: "nobody" }, { ttl_demo: true }, { ttl: 0 }).catch((e: HermesError) => e);
-    console.log(`ttl 0    -> error code ${(timeout as HermesError).code} ${(timeout as HermesError).codeName}`);
+    const subscribers = client.publish("demo.greeting", { hello: "world" });
+    console.log(`publish     -> demo.greeting delivered to ${subscribers} subscribing actor(s)`);
+
+    const missing = await client.request("nobody", {}).catch((e: HermesError) => e);
+    console.log(`unroutable  -> error ${(missing as HermesError).code} ${(missing as HermesError).codeName}: ${(missing as HermesError).message}`);
+
+    const victim = mesh.registry.byAddress("echo#0")!;
+    const inFlight = Array.from({ length: 500 }, (_, i) => client.request("echo#0", { i }, { timeoutMs: 30_000 }));
+    process.kill(victim.pid!, "SIGKILL");
+    const answers = await Promise.all(inFlight);
+    const intact = answers.every((a, i) => a.payload.i === i);
+    const after = mesh.registry.byAddress("echo#0")!;
+    console.log(`kill -9     -> echo#0 (pid ${victim.pid}) killed with 500 requests in flight: ${answers.length} answered, ${intact ? "all intact" : "SOME WRONG"}; restarted as pid ${after.pid} (restarts ${after.restarts})`);
 
     const samples: number[] = [];
     const until = performance.now() + seconds * 1000;
     while (performance.now() < until) {
-      const started = performance.now();
-      await channel.request({ target_agent: "echo" }, { data: "x".repeat(128) });
-      samples.push((performance.now() - started) * 1000);
+      const t0 = performance.now();
+      await client.request("echo#1", { data: "x".repeat(128) });
+      samples.push((performance.now() - t0) * 1000);
     }
     samples.sort((a, b) => a - b);
     const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!.toFixed(1);
-    console.log(`${samples.length} round trips in ${seconds} s: p50 ${at(0.5)} us, p99 ${at(0.99)} us (two processes, Unix socket)`);
-    await connection.close();
-    return 0;
+    console.log(`latency     -> ${samples.length} round trips in ${seconds} s: p50 ${at(0.5)} us, p99 ${at(0.99)} us (client process to actor process)`);
+    await client.close();
+    console.log(`next: hermes-mesh up ${DEMO_MESH}   then, in another terminal: hermes-mesh ps; hermes-mesh send echo '{"text":"hi"}'`);
+    return intact ? 0 : 1;
   } finally {
-    child.kill("SIGTERM");
-    await child.exited;
+    await mesh.stop();
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function waitForReady(child: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<void> {
-  const reader = child.stdout.getReader();
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  let text = "";
-  try {
-    while (!text.includes("ready")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`echo peer exited (code ${child.exitCode}) before it was ready`);
-      text += new TextDecoder().decode(value);
-    }
-  } finally {
-    clearTimeout(deadline);
-    reader.releaseLock();
   }
 }
