@@ -1,6 +1,5 @@
-import { timingSafeEqual } from "node:crypto";
-import { createCodec, negotiateCodec, SUPPORTED_CODECS, type FrameCodec } from "../src/protocol/codec.ts";
-import { CodecName, HelloSchema, PROTOCOL_VERSION, type Hello } from "../src/protocol/control-frames.ts";
+import { createCodec, SUPPORTED_CODECS, type FrameCodec } from "../src/protocol/codec.ts";
+import { CodecName, PROTOCOL_VERSION, type Hello } from "../src/protocol/control-frames.ts";
 import { isPlainMap, isValidEnvelope, parseEnvelope } from "../src/protocol/envelope-check.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
@@ -9,52 +8,15 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 import { newMessageId } from "../src/protocol/ids.ts";
 import { ControlType, MessageType } from "../src/protocol/message-types.ts";
 import { AckTracker } from "./ack-tracker.ts";
+import { CreditWaiters } from "./credit-waiters.ts";
+import type { ConnectionOptions, ConnectionSocket, ConnectionStatus, EnvelopeHandler } from "./connection-options.ts";
+import { describeValue, invalidFrame } from "./frame-errors.ts";
+import { acceptHello } from "./handshake.ts";
+import { Liveness } from "./liveness.ts";
 import { SendWindow } from "./send-window.ts";
 import { WriteQueue } from "./write-queue.ts";
 
-/** Settings shared by both ends of a connection. */
-export interface ConnectionOptions {
-  /** This side's name in hello. */
-  node: string;
-  /** Codecs offered, preferred first; `msgpack` is always added. Default: every supported codec. */
-  codecs?: readonly string[];
-  /** Unacknowledged envelopes this side accepts from the peer. Default 4096 (measured: bench stream; 1024 costs about a fifth of the throughput). */
-  window?: number;
-  /** Token sent in hello (dialing side). */
-  token?: string;
-  /** Token the peer must present (accepting side); a missing or wrong one gets code 5 and a close. */
-  requireToken?: string;
-  /** Largest frame body accepted. Default 16 MiB. */
-  maxFrameBytes?: number;
-  /** Send a ping after this long without traffic. Default 5000 ms. */
-  pingIntervalMs?: number;
-  /** Close when the peer's hello has not arrived after this long. Default 5000 ms. */
-  helloTimeoutMs?: number;
-  /** Close when a started frame is not complete after this long (slow-loris guard). Default 30000 ms. */
-  frameTimeoutMs?: number;
-  /** Close after this many undecodable or invalid frames. Default 16. */
-  maxBadFrames?: number;
-  /** Most envelopes that may wait for credit before send() refuses with code 6. Default 100000. */
-  maxBacklog?: number;
-}
-
-/** The socket operations a connection uses; Bun's TCP and Unix sockets provide them. */
-export interface ConnectionSocket {
-  write(data: Uint8Array): number;
-  end(): void;
-  terminate?(): void;
-}
-
-/** Connection life cycle, as a discriminated union. */
-export type ConnectionStatus =
-  | { type: "handshaking" }
-  | { type: "open"; peer: Hello; codec: CodecName }
-  | { type: "unhealthy"; missedPongs: number }
-  | { type: "healthy" }
-  | { type: "closed"; error?: HermesError };
-
-/** Receives every valid envelope; call `connection.settle(seq)` once it has been handled. */
-export type EnvelopeHandler = (env: Envelope, seq: number, connection: Connection) => void;
+export type { ConnectionOptions, ConnectionSocket, ConnectionStatus, EnvelopeHandler } from "./connection-options.ts";
 
 const HOUSEKEEPING_MS = 250;
 
@@ -98,23 +60,16 @@ export class Connection {
   #encoder: FrameCodec = this.#plain;
   #decoderCodec: FrameCodec = this.#plain;
   #window: SendWindow;
+  #waiters: CreditWaiters;
   #acks = new AckTracker();
   #state: "handshaking" | "open" | "closing" | "closed" = "handshaking";
   #readyResolvers = Promise.withResolvers<Hello>();
   #closed = Promise.withResolvers<void>();
-  #openedAt = Date.now();
-  #lastReceived = Date.now();
-  #partialSince = 0;
-  #pingNonce = 0;
-  #missedPongs = 0;
-  #pingOutstanding = false;
-  #lastPingSent = 0;
-  #ackWaiters: Array<() => void> = [];
   #onEnvelope: EnvelopeHandler | undefined;
   #held: Array<[Envelope, number]> = [];
   #hold: EnvelopeHandler = (env, seq) => void this.#held.push([env, seq]);
-  #writableWaiters: Array<{ lowWater: number; resolve: () => void }> = [];
-  #stats = { pingsSent: 0, pongsReceived: 0, badFrames: 0 };
+  #badFrameCount = 0;
+  #liveness: Liveness;
   /** Received seqs to settle once a parked answer goes on the wire (end-to-end backpressure). */
   #settleOnTransmit = new Map<Envelope, number>();
   #badFrames = 0;
@@ -151,7 +106,9 @@ export class Connection {
     this.#socket = socket;
     this.#writer = new WriteQueue(socket, this.#flushAcks);
     this.#decoder = new FrameDecoder(this.options.maxFrameBytes);
+    this.#liveness = new Liveness(this.options);
     this.#window = new SendWindow(1);
+    this.#waiters = new CreditWaiters(this.#window);
     this.ready = this.#readyResolvers.promise;
     this.ready.catch(() => {});
     this.#timer = setInterval(() => this.#housekeeping(), Math.min(HOUSEKEEPING_MS, this.options.pingIntervalMs));
@@ -194,7 +151,7 @@ export class Connection {
 
   /** Counters for health views and metrics. */
   get stats(): Readonly<{ pingsSent: number; pongsReceived: number; badFrames: number }> {
-    return this.#stats;
+    return { ...this.#liveness.stats, badFrames: this.#badFrameCount };
   }
 
   /** Why the connection closed, when it closed on an error. */
@@ -257,42 +214,12 @@ export class Connection {
    * for (const env of envelopes) { connection.send(env); if (connection.backlogged > 8192) await connection.whenWritable(4096); }
    */
   whenWritable(lowWater = 0): Promise<void> {
-    if (this.#state === "closed" || this.#window.backlogged <= lowWater) return Promise.resolve();
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#writableWaiters.push({ lowWater, resolve });
-    return promise;
+    return this.#waiters.whenWritable(lowWater);
   }
 
-  /** Resolves when every sent envelope has been acknowledged (or the connection closed). */
-  async whenAcknowledged(timeoutMs = 5000): Promise<boolean> {
-    if (this.#state !== "closed" && !this.#allAcknowledged()) {
-      const { promise, resolve } = Promise.withResolvers<void>();
-      this.#ackWaiters.push(resolve);
-      const timer = setTimeout(resolve, timeoutMs);
-      await promise;
-      clearTimeout(timer);
-    }
-    return this.#allAcknowledged();
-  }
-
-  #allAcknowledged(): boolean {
-    return this.#window.inFlight === 0 && this.#window.backlogged === 0;
-  }
-
-  #notifyWritable(all: boolean): void {
-    const backlog = this.#window.backlogged;
-    const waiting = this.#writableWaiters;
-    this.#writableWaiters = [];
-    for (const waiter of waiting) {
-      if (all || backlog <= waiter.lowWater) waiter.resolve();
-      else this.#writableWaiters.push(waiter);
-    }
-  }
-
-  #notifyAckWaiters(): void {
-    const waiting = this.#ackWaiters;
-    this.#ackWaiters = [];
-    for (const resolve of waiting) resolve();
+  /** Resolves true when every sent envelope has been acknowledged; false after `timeoutMs` or a close. */
+  whenAcknowledged(timeoutMs = 5000): Promise<boolean> {
+    return this.#waiters.whenAcknowledged(timeoutMs);
   }
 
   /**
@@ -323,7 +250,6 @@ export class Connection {
   /** @internal Bytes arrived. */
   handleData(chunk: Uint8Array): void {
     if (this.#state === "closed") return;
-    this.#lastReceived = Date.now();
     try {
       this.#decoder.push(chunk, this.#onFrameRange);
     } catch (error) {
@@ -331,7 +257,7 @@ export class Connection {
       this.#failAndClose(HermesError.from(error, ErrorCode.INVALID_REQUEST));
       return;
     }
-    this.#partialSince = this.#decoder.bufferedBytes > 0 ? this.#partialSince || Date.now() : 0;
+    this.#liveness.received(this.#decoder.bufferedBytes);
   }
 
   /** @internal The kernel accepts writes again. */
@@ -374,7 +300,7 @@ export class Connection {
     }
     if (!isPlainMap(value)) {
       this.#badFrame(new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", {
-        reason: `got ${describe(value)}`,
+        reason: `got ${describeValue(value)}`,
         expected: "a MessagePack map",
       }), this.#state === "handshaking");
       return;
@@ -392,17 +318,16 @@ export class Connection {
     switch (value.message_type) {
       case ControlType.ACK:
         if (Number.isInteger(value.seq)) this.#onAck(value.seq as number);
-        else this.#badFrame(invalid("ack.seq must be an integer", "{message_type:'ack', seq:int}"), false);
+        else this.#badFrame(invalidFrame("ack.seq must be an integer", "{message_type:'ack', seq:int}"), false);
         return;
       case ControlType.PING:
         this.#writeControl({ message_type: ControlType.PONG, ...(value.nonce !== undefined && { nonce: value.nonce }) });
         return;
       case ControlType.PONG:
-        this.#pingOutstanding = false;
-        this.#stats.pongsReceived++;
+        this.#liveness.pong();
         return;
       case ControlType.HELLO:
-        this.#badFrame(invalid("hello sent twice", "one hello per direction, first"), false);
+        this.#badFrame(invalidFrame("hello sent twice", "one hello per direction, first"), false);
         return;
     }
     this.#onEnvelopeFrame(value);
@@ -416,7 +341,7 @@ export class Connection {
       let error: HermesError;
       try {
         parseEnvelope(value);
-        error = invalid("envelope rejected", "a Hermes envelope");
+        error = invalidFrame("envelope rejected", "a Hermes envelope");
       } catch (e) {
         error = HermesError.from(e, ErrorCode.INVALID_REQUEST);
       }
@@ -425,7 +350,7 @@ export class Connection {
       return;
     }
     if (!hasSeq) {
-      this.#badFrame(invalid("seq: required on a connection", "seq: integer from 1, per connection and direction"), false, value);
+      this.#badFrame(invalidFrame("seq: required on a connection", "seq: integer from 1, per connection and direction"), false, value);
       return;
     }
     if (this.#receivedHighest - this.#acks.handledThrough > this.options.window) {
@@ -453,33 +378,16 @@ export class Connection {
   }
 
   #onHello(value: Record<string, unknown>): void {
-    const parsed = HelloSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      this.#failAndClose(invalid(`bad hello: ${issue.path.join(".") || "(frame)"}: ${issue.message}`,
-        "{message_type:'hello', protocol:1, node, codecs:['msgpack',...], window}"));
+    let accepted;
+    try {
+      accepted = acceptHello(value, { role: this.role, codecs: this.options.codecs, requireToken: this.options.requireToken });
+    } catch (error) {
+      this.#failAndClose(HermesError.from(error, ErrorCode.INVALID_REQUEST));
       return;
     }
-    const hello = parsed.data;
-    if (hello.protocol !== PROTOCOL_VERSION) {
-      this.#failAndClose(new HermesError(ErrorCode.INVALID_REQUEST, `unsupported protocol version ${hello.protocol}`, {
-        reason: `protocol ${hello.protocol}`,
-        expected: [PROTOCOL_VERSION],
-      }));
-      return;
-    }
-    const required = this.options.requireToken;
-    if (required !== undefined && !tokensEqual(hello.token, required)) {
-      this.#failAndClose(new HermesError(ErrorCode.AUTH_FAILED, hello.token === undefined ? "token required" : "wrong token", {
-        auth_method: "token",
-      }));
-      return;
-    }
+    const { hello, codec } = accepted;
     this.peer = hello;
     if (this.role === "acceptor") this.#sendHello();
-    const codec = this.role === "acceptor"
-      ? negotiateCodec(this.options.codecs, hello.codecs)
-      : negotiateCodec(hello.codecs, this.options.codecs);
     this.#encoder = createCodec(codec);
     this.#decoderCodec = createCodec(codec);
     this.#window.window = hello.window;
@@ -492,8 +400,7 @@ export class Connection {
   #onAck(seq: number): void {
     if (this.#window.ack(seq, this.onAcknowledged) > 0) {
       this.#releaseBacklog();
-      if (this.#writableWaiters.length > 0) this.#notifyWritable(false);
-      if (this.#ackWaiters.length > 0 && this.#allAcknowledged()) this.#notifyAckWaiters();
+      this.#waiters.onAcked();
     }
   }
 
@@ -531,7 +438,7 @@ export class Connection {
 
   #badFrame(error: HermesError, fatal: boolean, value?: unknown): void {
     this.#badFrames++;
-    this.#stats.badFrames++;
+    this.#badFrameCount++;
     if (fatal || this.#badFrames > this.options.maxBadFrames) {
       this.#failAndClose(error);
       return;
@@ -555,33 +462,11 @@ export class Connection {
   }
 
   #housekeeping(): void {
-    const now = Date.now();
-    if (this.#state === "handshaking" && now - this.#openedAt > this.options.helloTimeoutMs) {
-      this.#failAndClose(invalid("no hello received in time", `hello within ${this.options.helloTimeoutMs} ms`));
-      return;
+    for (const action of this.#liveness.check(this.#state)) {
+      if (action.type === "close") this.#failAndClose(action.error);
+      else if (action.type === "ping") this.#writeControl({ message_type: ControlType.PING, nonce: action.nonce });
+      else this.onStatus(action);
     }
-    if (this.#partialSince > 0 && now - this.#partialSince > this.options.frameTimeoutMs) {
-      this.#failAndClose(invalid("frame not completed in time", `a whole frame within ${this.options.frameTimeoutMs} ms`));
-      return;
-    }
-    if (this.#state !== "open") return;
-    if (now - this.#lastReceived < this.options.pingIntervalMs) {
-      if (this.#missedPongs > 0) {
-        const wasUnhealthy = this.#missedPongs >= 3;
-        this.#missedPongs = 0;
-        if (wasUnhealthy) this.onStatus({ type: "healthy" });
-      }
-      return;
-    }
-    if (now - this.#lastPingSent < this.options.pingIntervalMs) return;
-    if (this.#pingOutstanding) {
-      this.#missedPongs++;
-      if (this.#missedPongs === 3) this.onStatus({ type: "unhealthy", missedPongs: 3 });
-    }
-    this.#pingOutstanding = true;
-    this.#lastPingSent = now;
-    this.#stats.pingsSent++;
-    this.#writeControl({ message_type: ControlType.PING, nonce: ++this.#pingNonce });
   }
 
   #finish(): void {
@@ -593,28 +478,7 @@ export class Connection {
     const error = this.#closeError ?? new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the handshake finished");
     this.#readyResolvers.reject(error);
     this.onStatus({ type: "closed", ...(this.#closeError && { error: this.#closeError }) });
-    this.#notifyAckWaiters();
-    this.#notifyWritable(true);
+    this.#waiters.close();
     this.#closed.resolve();
   }
-}
-
-function invalid(reason: string, expected: unknown): HermesError {
-  return new HermesError(ErrorCode.INVALID_REQUEST, reason, { reason, expected });
-}
-
-function describe(value: unknown): string {
-  if (value === null) return "nil";
-  if (Array.isArray(value)) return "an array";
-  if (value instanceof Uint8Array) return "binary";
-  return `a ${typeof value}`;
-}
-
-/** Constant-time comparison, so a token cannot be guessed byte by byte from timings. */
-function tokensEqual(given: string | undefined, expected: string): boolean {
-  if (given === undefined) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  if (a.length !== b.length) return false;
-  return timingSafeEqual(a, b);
 }

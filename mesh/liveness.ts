@@ -1,0 +1,71 @@
+import type { HermesError } from "../src/protocol/hermes-error.ts";
+import { invalidFrame } from "./frame-errors.ts";
+
+/** What the connection should do after a liveness check. */
+export type LivenessAction =
+  | { type: "close"; error: HermesError }
+  | { type: "ping"; nonce: number }
+  | { type: "unhealthy"; missedPongs: number }
+  | { type: "healthy" };
+
+/**
+ * The clocks of one connection: hello deadline, partial-frame deadline (slow-loris guard),
+ * ping after an idle interval, and health from missed pongs (PROTOCOL.md section 5: three
+ * missed pongs mark the peer unhealthy). Pure bookkeeping; the connection acts on what
+ * `check` returns.
+ */
+export class Liveness {
+  readonly pingIntervalMs: number;
+  readonly helloTimeoutMs: number;
+  readonly frameTimeoutMs: number;
+  readonly stats = { pingsSent: 0, pongsReceived: 0 };
+  #openedAt = Date.now();
+  #lastReceived = Date.now();
+  #partialSince = 0;
+  #nonce = 0;
+  #missedPongs = 0;
+  #pingOutstanding = false;
+  #lastPingSent = 0;
+
+  constructor(options: { pingIntervalMs: number; helloTimeoutMs: number; frameTimeoutMs: number }) {
+    this.pingIntervalMs = options.pingIntervalMs;
+    this.helloTimeoutMs = options.helloTimeoutMs;
+    this.frameTimeoutMs = options.frameTimeoutMs;
+  }
+
+  /** Bytes arrived; `partialBytes` is what the frame decoder holds of an unfinished frame. */
+  received(partialBytes: number, now = Date.now()): void {
+    this.#lastReceived = now;
+    this.#partialSince = partialBytes > 0 ? this.#partialSince || now : 0;
+  }
+
+  pong(): void {
+    this.#pingOutstanding = false;
+    this.stats.pongsReceived++;
+  }
+
+  /** The periodic check. `state` is the connection's life-cycle state. */
+  check(state: "handshaking" | "open" | "closing" | "closed", now = Date.now()): LivenessAction[] {
+    if (state === "handshaking" && now - this.#openedAt > this.helloTimeoutMs) {
+      return [{ type: "close", error: invalidFrame("no hello received in time", `hello within ${this.helloTimeoutMs} ms`) }];
+    }
+    if (this.#partialSince > 0 && now - this.#partialSince > this.frameTimeoutMs) {
+      return [{ type: "close", error: invalidFrame("frame not completed in time", `a whole frame within ${this.frameTimeoutMs} ms`) }];
+    }
+    if (state !== "open") return [];
+    if (now - this.#lastReceived < this.pingIntervalMs) {
+      // Traffic is flowing: whatever was missed is forgiven.
+      const wasUnhealthy = this.#missedPongs >= 3;
+      this.#missedPongs = 0;
+      return wasUnhealthy ? [{ type: "healthy" }] : [];
+    }
+    if (now - this.#lastPingSent < this.pingIntervalMs) return [];
+    const actions: LivenessAction[] = [];
+    if (this.#pingOutstanding && ++this.#missedPongs === 3) actions.push({ type: "unhealthy", missedPongs: 3 });
+    this.#pingOutstanding = true;
+    this.#lastPingSent = now;
+    this.stats.pingsSent++;
+    actions.push({ type: "ping", nonce: ++this.#nonce });
+    return actions;
+  }
+}
