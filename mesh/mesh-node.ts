@@ -189,6 +189,16 @@ export class MeshNode {
     this.#links.get(address)?.notifyUp();
   }
 
+  /** `address` left the mesh (a client disconnected): drop its link and whatever still waits for it. */
+  forget(address: string): void {
+    const link = this.#links.get(address);
+    if (!link) return;
+    this.#links.delete(address);
+    void link.close().then((left) => {
+      for (const env of left) this.#deadLetter(env, address, new HermesError(ErrorCode.UNAVAILABLE, `${address} left the mesh`));
+    });
+  }
+
   /** Stops listening and closes every connection; unanswered requests fail with code 10. */
   async close(): Promise<void> {
     if (this.#closed) return;

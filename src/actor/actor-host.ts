@@ -60,6 +60,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   });
   // A peer coming back up: links holding envelopes for it redial at once.
   registry.onUpdate((update) => {
+    if (update.type === "remove") runtime.node?.forget(update.address);
     if ((update.type === "patch" && update.changes.health === "healthy") || (update.type === "upsert" && update.entry.health === "healthy")) {
       runtime.node?.notifyUp(update.type === "patch" ? update.address : update.entry.address);
     }

@@ -74,6 +74,7 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
     });
     registry.onUpdate((update) => {
       if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
+      if (update.type === "remove") node.forget(update.address);
     });
     await control.join(socketPath, []);
   } catch (error) {
