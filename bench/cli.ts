@@ -6,20 +6,28 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
+import { footprintScenario } from "./footprint.bench.ts";
+import { hopScenario } from "./hop.bench.ts";
 import { watchInterference, type Interference } from "./lib/interference.ts";
 import { availablePlacements, pinSelf } from "./lib/placement.ts";
 import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
 import type { Scenario, ScenarioResult } from "./lib/scenario.ts";
 import { pingpongScenario } from "./pingpong.bench.ts";
+import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
-const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario];
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, hopScenario, restartScenario, footprintScenario];
 
 /** Measured seconds and rounds per scenario: [full, quick]. */
 const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
   codec: { seconds: [6, 1.5], rounds: [5, 3] },
   pingpong: { seconds: [12, 3], rounds: [10, 4] },
   stream: { seconds: [12, 3], rounds: [5, 3] },
+  hop: { seconds: [12, 3], rounds: [10, 4] },
+  // restart: the time of the kills and the steady traffic between them (sets their spacing)
+  restart: { seconds: [30, 4], rounds: [4, 2] },
+  // footprint: the actors' idle time before their memory is read (start-ups take what they take)
+  footprint: { seconds: [1, 0.3], rounds: [3, 1] },
 };
 
 const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]
@@ -28,12 +36,15 @@ Scenarios (default: all):
 ${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
 
 Options:
-  --quick          short warm-ups and runs (well under a minute for all three)
+  --quick          short warm-ups and runs (about 30 s for all of them)
   --json <file>    also write every figure, per-round data and the machine details as JSON
-  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12; quick: 1.5, 3, 3)
+  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, hop 12,
+                   restart 30, footprint 1 = idle time before memory is read;
+                   quick: 1.5, 3, 3, 3, 4, 0.3)
   -h, --help       show this help
 
-Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1.`;
+Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
+"unpinned, both cores" = nothing pinned (restart, footprint: actors inherit the harness's cpus).`;
 
 /**
  * Runs the bench command and returns the exit code: 0 when every scenario ran, 1 when one

@@ -5,12 +5,17 @@
  *   BENCH_CHILD_BUN_FLAGS="--cpu-prof-md --cpu-prof-dir=/tmp/hm-prof" \
  *     bun --cpu-prof-md --cpu-prof-dir=/tmp/hm-prof bench/profile.ts stream [seconds] [window] [placement]
  *   ... bench/profile.ts pingpong [seconds] [placement] [raw]
+ *   BUN_OPTIONS="--cpu-prof-md --cpu-prof-dir=/tmp/hm-prof" bun bench/profile.ts hop [seconds] [placement]
  *
+ * hop drives the actor hop (pinger actor -> echo actor in a real mesh); the actor processes are
+ * spawned by the supervisor, so their Bun flags come from BUN_OPTIONS (which this process also
+ * reads); each writes its profile when the mesh stops it.
  * placement: "same" (default) or "cross"; "raw" drives the raw-socket baseline instead, to
  * compare profiles. The child writes its profile when asked to exit (fixtures/fixture-control.ts).
  */
 import { hermesRequest } from "./adapters/hermes-request.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
+import { meshHop } from "./adapters/mesh-hop.ts";
 import { rawEcho } from "./adapters/raw-echo.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
 import { machineBusyTicks, TICKS_PER_SECOND } from "./lib/interference.ts";
@@ -59,8 +64,19 @@ try {
       trips += 1000;
     }
     console.log(`pingpong ${raw ? "raw" : "hermes"} (${placement.name}): ${trips} round trips, mean ${((Bun.nanoseconds() - t0) / trips / 1000).toFixed(1)} us; ${cpu(trips)}`);
+  } else if (scenario === "hop") {
+    await using session = await meshHop.open({ dir: dir.path, placement });
+    await session.roundTrips(2000); // warm-up
+    let hops = 0;
+    let totalNs = 0;
+    const cpu = cpuMeter();
+    while (Date.now() < end) {
+      for (const ns of await session.roundTrips(2000)) totalNs += ns;
+      hops += 2000;
+    }
+    console.log(`hop (${placement.name}): ${hops} actor-to-actor round trips, mean ${(totalNs / hops / 1000).toFixed(1)} us (timed in the pinger); ${cpu(hops)}`);
   } else {
-    console.error(`unknown scenario ${scenario}: stream or pingpong`);
+    console.error(`unknown scenario ${scenario}: stream, pingpong or hop`);
     process.exitCode = 2;
   }
 } finally {

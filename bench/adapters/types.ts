@@ -43,3 +43,19 @@ export interface StreamSession extends AsyncDisposable {
   /** Messages the receiver has counted since the session opened (asked of the peer process). */
   received(): Promise<number>;
 }
+
+/**
+ * A round-trip contender whose round trips may be timed elsewhere than in this process: the
+ * actor hop is timed inside the actor that makes it, the socket baselines here.
+ */
+export interface SampledRoundTripPeer {
+  readonly name: string;
+  open(env: PeerEnv): Promise<SampledRoundTripSession>;
+}
+
+export interface SampledRoundTripSession extends AsyncDisposable {
+  /** `n` sequential round trips; resolves with the latency of each, in nanoseconds. */
+  roundTrips(n: number): Promise<number[]>;
+  /** A remark on the peer after the run (its memory, say), for the scenario's notes. */
+  note?(): string;
+}

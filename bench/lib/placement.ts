@@ -4,6 +4,7 @@
  * (DESIGN.md). The harness pins itself to cpu 0 and each child to cpu 0 or cpu 1 with taskset
  * (util-linux), and every figure says which placement it used.
  */
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 
 /** Where the parent and the child of a measurement run. */
@@ -64,4 +65,23 @@ export function pinSelf(cpu: number | string): () => void {
   return () => {
     if (mask) Bun.spawnSync([path, "-a", "-p", mask, String(process.pid)]);
   };
+}
+
+/**
+ * Pins every thread of a running process (one started by someone else, e.g. the supervisor)
+ * to the placement's child cpu. Returns false when it could not (no taskset, or unpinned).
+ */
+export function pinProcess(pid: number, placement: Placement): boolean {
+  const path = taskset();
+  if (!path || placement.childCpu === undefined) return false;
+  return Bun.spawnSync([path, "-a", "-p", "-c", String(placement.childCpu), String(pid)], { stdout: "ignore" }).exitCode === 0;
+}
+
+/** The cpu list a process is allowed to run on ("0", "0-1"), from /proc; undefined off Linux. */
+export function allowedCpus(pid: number): string | undefined {
+  try {
+    return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  } catch {
+    return undefined;
+  }
 }

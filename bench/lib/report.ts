@@ -19,8 +19,8 @@ export interface Figure {
   better: "higher" | "lower";
   /** The same quantity for the baseline contender, measured interleaved in the same run. */
   baseline?: { name: string; value: number };
-  /** A goal: the ratio to the baseline at most `maxRatio`, or the value at least `minValue`. */
-  target?: { maxRatio?: number; minValue?: number };
+  /** A goal: the ratio to the baseline at most `maxRatio`, the value at least `minValue`, or at most `maxValue`. */
+  target?: { maxRatio?: number; minValue?: number; maxValue?: number };
   /** Anything else worth keeping in the JSON output. */
   detail?: Record<string, unknown>;
 }
@@ -37,13 +37,14 @@ export function targetStatus(figure: Figure): string {
   const r = ratio(figure);
   if (t.maxRatio !== undefined) return r !== undefined && r <= t.maxRatio ? `met (<= ${t.maxRatio}x)` : `MISSED (<= ${t.maxRatio}x)`;
   if (t.minValue !== undefined) return figure.value >= t.minValue ? `met (>= ${formatValue(t.minValue, figure.unit)})` : `MISSED (>= ${formatValue(t.minValue, figure.unit)})`;
+  if (t.maxValue !== undefined) return figure.value <= t.maxValue ? `met (<= ${formatValue(t.maxValue, figure.unit)})` : `MISSED (<= ${formatValue(t.maxValue, figure.unit)})`;
   return "";
 }
 
-/** A number with an SI suffix for rates, one decimal for microseconds. */
+/** A number with an SI suffix for rates, one decimal for times and sizes, whole counts as they are. */
 export function formatValue(value: number, unit: string): string {
-  if (unit === "us") return `${value.toFixed(1)} us`;
-  if (unit === "MB/s") return `${value.toFixed(1)} MB/s`;
+  if (unit === "us" || unit === "ms" || unit === "MB" || unit === "MB/s") return `${value.toFixed(1)} ${unit}`;
+  if (unit === "actors") return `${value} ${unit}`;
   if (value >= 1e6) return `${(value / 1e6).toFixed(2)} M${unit}`;
   if (value >= 1e3) return `${(value / 1e3).toFixed(1)} k${unit}`;
   return `${value.toFixed(1)} ${unit}`;

@@ -1,0 +1,69 @@
+/**
+ * Hop contender: a real mesh (supervisor in this process, every actor its own process) with a
+ * pinger actor (bench/actors/pinger.ts) and an echo actor (actors/echo.ts). This process asks
+ * the pinger for n round trips to the echo; the pinger times each and sends the samples back.
+ * Placement: both actors start on this process's cpu (0, which they inherit); for cross core
+ * the echo is then moved to the placement's child cpu, so the hop crosses cores as the raw
+ * baseline's does (this process and the pinger both wait on cpu 0).
+ */
+import { allowedCpus, pinProcess, type Placement } from "../lib/placement.ts";
+import { startBenchMesh } from "../lib/mesh.ts";
+import { processMemory } from "../lib/proc-memory.ts";
+import type { PeerEnv, SampledRoundTripPeer } from "./types.ts";
+
+/** The mesh: pinger first (children start in order), then the echo it calls. */
+export function hopMeshYaml(name: string): string {
+  return `mesh: { name: ${name} }
+supervisor:
+  children:
+    - { actor: pinger, module: "{BENCH_ACTORS}/pinger.ts" }
+    - { actor: echo, module: "{ACTORS}/echo.ts" }
+`;
+}
+
+/** Harness-side patience per batch: generous, the pinger reports its own timings. */
+const BATCH_TIMEOUT_MS = 120_000;
+
+export const meshHop: SampledRoundTripPeer = {
+  name: "actor hop",
+  async open({ placement }: PeerEnv) {
+    const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}`));
+    try {
+      if (placement.childCpu !== undefined && placement.childCpu !== 0) {
+        if (!pinProcess(mesh.pid("echo"), placement)) throw new Error(`could not pin the echo actor to cpu ${placement.childCpu}`);
+      }
+      // Checked, not assumed: each actor runs where the placement says (it inherited cpu 0 or was moved).
+      if (placement.childCpu !== undefined) {
+        const where = { pinger: allowedCpus(mesh.pid("pinger")), echo: allowedCpus(mesh.pid("echo")) };
+        if (where.pinger !== "0" || where.echo !== String(placement.childCpu)) {
+          throw new Error(`actor placement is pinger on cpus ${where.pinger}, echo on ${where.echo}; expected 0 and ${placement.childCpu}`);
+        }
+      }
+      const client = await mesh.client();
+      const rss = () => ({ pinger: processMemory(mesh.pid("pinger")).rss, echo: processMemory(mesh.pid("echo")).rss });
+      const before = rss();
+      let hops = 0;
+      return {
+        async roundTrips(n) {
+          const reply = await client.request("pinger", { n }, { timeoutMs: BATCH_TIMEOUT_MS });
+          const samples = reply.payload.samples;
+          if (!Array.isArray(samples) || samples.length !== n) throw new Error(`pinger answered ${Array.isArray(samples) ? samples.length : "no"} samples for ${n} round trips`);
+          hops += n;
+          return samples as number[];
+        },
+        note() {
+          const after = rss();
+          return `actor hop (${placement.name}): RSS of the pinger ${before.pinger.toFixed(0)} -> ${after.pinger.toFixed(0)} MB, of the echo ${before.echo.toFixed(0)} -> ${after.echo.toFixed(0)} MB over ${hops} hops (warm-ups included)`;
+        },
+        [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+      };
+    } catch (error) {
+      await mesh[Symbol.asyncDispose]();
+      throw error;
+    }
+  },
+};
+
+function slug(placement: Placement): string {
+  return placement.name.replace(/[^a-z0-9]+/g, "-");
+}

@@ -1,0 +1,336 @@
+/**
+ * Restart scenario: from `kill -9` of an actor process to the first successful answer. A mesh
+ * with one echo actor (intensity high, backoff 1 to 5 ms without jitter, so the backoff is not
+ * what is measured) gets sequential requests from a client in this process without pause.
+ * Right after a request is issued (before its bytes are even written) the actor is killed
+ * with SIGKILL; every request after that times out quickly (25 ms) and is sent again, and the
+ * first one answered, by the restarted process, ends the sample. The request in flight at the
+ * kill is redelivered by the mesh after the restart and usually is that first answer.
+ *
+ * Each restart is broken down with the supervisor's events and registry updates, which this
+ * process sees first-hand (the supervisor runs here): exit seen, restart decided (backoff),
+ * new process spawned, registered on the control socket (Bun started, modules loaded), ready,
+ * ready line read, the client told, first answer. Throughput: requests completed in the
+ * window around each kill against the steady rate just before it.
+ * Baseline: a bare Bun child, spawn to its first line of output, measured in the same rounds.
+ *
+ * Run alone: `bun bench/restart.bench.ts [--quick]`.
+ */
+import { availableParallelism } from "node:os";
+import type { MeshClient } from "../src/actor/connect-mesh.ts";
+import { median } from "./lib/histogram.ts";
+import { spawnIdleBun } from "./lib/idle-bun.ts";
+import { startBenchMesh, type BenchMesh, type MeshMark } from "./lib/mesh.ts";
+import { PAYLOAD_128 } from "./lib/payload.ts";
+import { BOTH_CORES, pinSelf, SAME_CORE, taskset, UNPINNED, type Placement } from "./lib/placement.ts";
+import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { disposeQuietly, rotated, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
+
+/** The restart policy under test, as the mesh file says it (reported next to the figures). */
+export const RESTART_POLICY = { intensity: 1000, periodMs: 100, backoff: { initialMs: 1, maxMs: 5, jitter: 0 } } as const;
+/** Goal from the brief: kill -9 to first answer, p50 at most 50 ms. */
+const P50_MAX_MS = 50;
+/** Per-request timeout while the actor is down: short, so a fresh request is always on its way. */
+export const REQUEST_TIMEOUT_MS = 25;
+
+/** A mesh of one echo actor with the restart policy above. */
+export function restartMeshYaml(name: string): string {
+  const { intensity, periodMs, backoff } = RESTART_POLICY;
+  return `mesh: { name: ${name} }
+supervisor:
+  strategy: one_for_one
+  intensity: ${intensity}
+  period_ms: ${periodMs}
+  backoff: { initial_ms: ${backoff.initialMs}, max_ms: ${backoff.maxMs}, jitter: ${backoff.jitter} }
+  children:
+    - { actor: echo, module: "{ACTORS}/echo.ts" }
+`;
+}
+
+/** The stages of one restart, in ms after the kill (undefined when the mark was not seen). */
+export interface RestartStages {
+  exitSeen?: number;
+  restartDecided?: number;
+  spawned?: number;
+  registered?: number;
+  ready?: number;
+  readyLine?: number;
+  clientTold?: number;
+  firstAnswer: number;
+}
+
+/** Stage labels in order, with what each step covers. */
+export const STAGES: ReadonlyArray<[keyof RestartStages, string]> = [
+  ["exitSeen", "exit seen by the supervisor"],
+  ["restartDecided", "restart decided"],
+  ["spawned", "new process spawned (after the backoff)"],
+  ["registered", "registered on the control socket (Bun start, module load, connect)"],
+  ["ready", "ready on the control socket (listening, init done)"],
+  ["clientTold", "client told it is healthy"],
+  ["readyLine", "ready line read by the supervisor"],
+  ["firstAnswer", "first answer at the client"],
+];
+
+export interface RestartSample {
+  pidBefore: number;
+  pidAfter: number | undefined;
+  /** Backoff the supervisor chose, ms. */
+  delayMs: number | undefined;
+  stages: RestartStages;
+  /** Ms from the last answer before the kill to the first after it. */
+  gapMs: number;
+  /** Requests completed in [kill - window/5, kill + 4 window/5), and in the steady part before the kill. */
+  windowCompleted: number;
+  steadyCompleted: number;
+  /** Requests that failed (timed out) during this restart. */
+  failed: number;
+}
+
+export interface RestartOptions {
+  kills: number;
+  /** Ms between a first answer and the next kill; also the throughput window around a kill. */
+  spacingMs: number;
+  target?: string;
+  requestTimeoutMs?: number;
+  /** Give up (throw) when no answer came this long after a kill. Default 10 s. */
+  maxWaitMs?: number;
+  onKill?: (index: number) => void;
+}
+
+interface Pending {
+  killAt: number;
+  pidBefore: number;
+  lastBefore: number;
+  marks: MeshMark[];
+  clientTold?: number;
+  firstAnswer?: number;
+  failed: number;
+}
+
+/**
+ * Kills the target `kills` times under continuous sequential traffic from `client`, and
+ * returns one sample per restart. The first kill comes after one spacing of warm traffic; the
+ * traffic goes on until the last kill's window has passed.
+ */
+export async function measureRestarts(mesh: BenchMesh, client: MeshClient, options: RestartOptions): Promise<RestartSample[]> {
+  const target = options.target ?? "echo";
+  const timeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const maxWaitMs = options.maxWaitMs ?? 10_000;
+  const window = options.spacingMs;
+  const completions: number[] = [];
+  const done: Pending[] = [];
+  let current: Pending | undefined;
+  // Marks go to the latest kill until the next one: the ready line often comes after the first answer.
+  let collecting: Pending | undefined;
+  const unwatch = mesh.watch((mark) => collecting?.marks.push(mark));
+  const unwatchClient = client.registry.onUpdate((update) => {
+    if (current && current.clientTold === undefined && update.type === "patch" && update.address === target && update.changes.health === "healthy") {
+      current.clientTold = performance.now();
+    }
+  });
+  let killDue = performance.now() + window;
+  let endAt = Infinity;
+  try {
+    while (performance.now() < endAt) {
+      const request = client.request(target, PAYLOAD_128, { timeoutMs });
+      const sentAt = performance.now();
+      if (!current && done.length < options.kills && sentAt >= killDue) {
+        // The request just issued is not written yet (writes flush on a microtask): only the
+        // restarted process can answer it.
+        options.onKill?.(done.length);
+        const pidBefore = mesh.pid(target);
+        current = collecting = { killAt: performance.now(), pidBefore, lastBefore: completions.at(-1) ?? sentAt, marks: [], failed: 0 };
+        process.kill(pidBefore, "SIGKILL");
+      }
+      try {
+        await request;
+      } catch {
+        if (current && performance.now() - current.killAt > maxWaitMs) {
+          throw new Error(`${target} did not answer within ${maxWaitMs} ms of kill -9 ${done.length + 1} (output: ${mesh.output.slice(-5).join(" | ") || "none"})`);
+        }
+        if (current) current.failed++;
+        // A refusal rather than a timeout must not spin the loop while the actor is down.
+        if (performance.now() - sentAt < 1) await Bun.sleep(1);
+        continue;
+      }
+      const at = performance.now();
+      completions.push(at);
+      if (current && at > current.killAt) {
+        current.firstAnswer = at;
+        done.push(current);
+        current = undefined;
+        killDue = at + window;
+        if (done.length === options.kills) endAt = done.at(-1)!.killAt + (4 * window) / 5;
+      }
+    }
+  } finally {
+    unwatch();
+    unwatchClient();
+  }
+  return done.map((p) => toSample(p, completions, window, target));
+}
+
+function toSample(p: Pending, completions: number[], window: number, target: string): RestartSample {
+  const since = (at: number | undefined) => (at === undefined ? undefined : at - p.killAt);
+  const event = (type: string) => p.marks.find((m) => m.kind === "event" && m.event.type === type && m.event.child === target);
+  const registry = (test: (changes: Record<string, unknown>) => boolean) =>
+    p.marks.find((m) => m.kind === "registry" && m.update.type === "patch" && m.update.address === target && test(m.update.changes as Record<string, unknown>));
+  const restarting = event("restarting");
+  const started = event("started");
+  const count = (from: number, to: number) => completions.filter((t) => t >= from && t < to).length;
+  return {
+    pidBefore: p.pidBefore,
+    pidAfter: started?.kind === "event" && started.event.type === "started" ? started.event.pid : undefined,
+    delayMs: restarting?.kind === "event" && restarting.event.type === "restarting" ? restarting.event.delayMs : undefined,
+    stages: {
+      exitSeen: since(event("exited")?.at),
+      restartDecided: since(restarting?.at),
+      spawned: since(registry((c) => c.health === "starting")?.at),
+      registered: since(registry((c) => "capabilities" in c)?.at),
+      ready: since(registry((c) => c.health === "healthy")?.at),
+      clientTold: since(p.clientTold),
+      readyLine: since(started?.at),
+      firstAnswer: p.firstAnswer! - p.killAt,
+    },
+    gapMs: p.firstAnswer! - p.lastBefore,
+    windowCompleted: count(p.killAt - window / 5, p.killAt + (4 * window) / 5),
+    steadyCompleted: count(p.killAt - window / 5, p.killAt),
+    failed: p.failed,
+  };
+}
+
+/** Same core: everything on cpu 0 (respawned actors inherit it); both cores: nothing pinned. */
+function restartPlacements(): Placement[] {
+  if (!taskset()) return [UNPINNED];
+  return availableParallelism() > 1 ? [SAME_CORE, BOTH_CORES] : [SAME_CORE];
+}
+
+/** Runs `fn` with this process (and so every actor it spawns meanwhile) on the placement's cpus. */
+async function placed<T>(placement: Placement, fn: () => Promise<T>): Promise<T> {
+  const restore = placement === SAME_CORE ? pinSelf(0) : placement === BOTH_CORES ? pinSelf(`0-${availableParallelism() - 1}`) : () => {};
+  try {
+    return await fn();
+  } finally {
+    restore();
+  }
+}
+
+interface Run {
+  placement: Placement;
+  mesh: BenchMesh;
+  client: MeshClient;
+  samples: RestartSample[];
+  /** Bare Bun child, spawn to first line, ms (the baseline). */
+  spawns: number[];
+}
+
+export async function runRestart(options: ScenarioOptions): Promise<ScenarioResult> {
+  const placements = restartPlacements();
+  const killsPer = options.quick ? 10 : 40;
+  const rounds = Math.max(1, Math.min(options.rounds, killsPer));
+  // The time goes to the kills and the steady traffic between them.
+  const spacingMs = Math.min(1000, Math.max(150, options.durationMs / (killsPer * placements.length)));
+  const notes: string[] = [];
+  if (placements[0] === UNPINNED) notes.push("restart: taskset (util-linux) not found: processes are not pinned");
+  const runs: Run[] = [];
+  try {
+    for (const placement of placements) {
+      progress(`restart: starting a mesh (${placement.name})`);
+      const mesh = await placed(placement, () => startBenchMesh(restartMeshYaml(`restart-${placement.name.replace(/[^a-z0-9]+/g, "-")}`)));
+      runs.push({ placement, mesh, client: await mesh.client(), samples: [], spawns: [] });
+    }
+    for (let round = 0; round < rounds; round++) {
+      const kills = Math.floor(killsPer / rounds) + (round < killsPer % rounds ? 1 : 0);
+      for (const run of rotated(runs, round)) {
+        await placed(run.placement, async () => {
+          const samples = await measureRestarts(run.mesh, run.client, {
+            kills,
+            spacingMs,
+            onKill: (i) => progress(`restart: round ${round + 1}/${rounds}, ${run.placement.name}: kill -9 ${run.samples.length + i + 1}/${killsPer}`),
+          });
+          run.samples.push(...samples);
+          for (let i = 0; i < kills; i++) {
+            await using idle = await spawnIdleBun("bare");
+            run.spawns.push(idle.readyMs);
+          }
+        });
+      }
+    }
+  } finally {
+    progressDone();
+    for (const run of [...runs].reverse()) await disposeQuietly(run.mesh);
+  }
+  const figures: Figure[] = [];
+  const { backoff } = RESTART_POLICY;
+  const policy = `intensity ${RESTART_POLICY.intensity} per ${RESTART_POLICY.periodMs} ms, backoff ${backoff.initialMs} to ${backoff.maxMs} ms, jitter ${backoff.jitter}`;
+  for (const run of runs) {
+    const { placement, samples } = run;
+    const totals = samples.map((s) => s.stages.firstAnswer);
+    const delays = samples.flatMap((s) => (s.delayMs === undefined ? [] : [s.delayMs]));
+    const detail = { restarts: samples.length, configuredBackoff: policy, backoffMsP50: median(delays), requestTimeoutMs: REQUEST_TIMEOUT_MS };
+    for (const [label, q] of [["p50", 50], ["p90", 90], ["max", 100]] as const) {
+      figures.push({
+        scenario: "restart", name: `kill -9 to first answer ${label}${label === "p50" ? ` (backoff ${backoff.initialMs}-${backoff.maxMs} ms)` : ""}`, placement: placement.name, unit: "ms", value: quantile(totals, q), better: "lower",
+        baseline: { name: `bare Bun spawn to first line ${label}`, value: quantile(run.spawns, q) },
+        ...(label === "p50" && { target: { maxValue: P50_MAX_MS }, detail }),
+      });
+    }
+    const steady = sum(samples.map((s) => s.steadyCompleted)) / ((samples.length * spacingMs) / 5 / 1000);
+    const around = sum(samples.map((s) => s.windowCompleted)) / ((samples.length * spacingMs) / 1000);
+    figures.push({
+      scenario: "restart", name: `requests/s in the ${Math.round(spacingMs)} ms around a kill`, placement: placement.name, unit: "req/s", value: around, better: "higher",
+      baseline: { name: "steady requests/s", value: steady },
+      detail: { lostPerRestart: (steady * spacingMs) / 1000 - around * (spacingMs / 1000), gapMsP50: median(samples.map((s) => s.gapMs)) },
+    });
+    const pidsChanged = samples.filter((s) => s.pidAfter !== undefined && s.pidAfter !== s.pidBefore).length;
+    notes.push(
+      `restart (${placement.name}): ${samples.length} restarts, ${pidsChanged} with a new pid; ${policy} (backoff chosen p50 ${median(delays)} ms); ` +
+        `gap between answers p50 ${median(samples.map((s) => s.gapMs)).toFixed(1)} ms, about ${Math.round((steady * median(samples.map((s) => s.gapMs))) / 1000)} requests not served per restart at the steady ${Math.round(steady)} req/s`,
+    );
+    notes.push(`restart (${placement.name}) breakdown, p50 ms after the kill [step]: ${breakdown(samples)}`);
+  }
+  return { figures, notes, rounds: runs.map((r) => ({ placement: r.placement.name, spacingMs, samples: r.samples, spawnsMs: r.spawns })) };
+}
+
+/** "exit seen 3.0 [+3.0], restart decided 3.1 [+0.1], ..." from the medians of each stage. */
+export function breakdown(samples: readonly RestartSample[]): string {
+  const parts: string[] = [];
+  let previous = 0;
+  for (const [key, label] of STAGES) {
+    const values = samples.flatMap((s) => (s.stages[key] === undefined ? [] : [s.stages[key]!]));
+    if (values.length === 0) continue;
+    const at = median(values);
+    parts.push(`${label} ${at.toFixed(1)} [${at >= previous ? "+" : ""}${(at - previous).toFixed(1)}]`);
+    previous = at;
+  }
+  return parts.join(", ");
+}
+
+/** The q-th percentile (nearest rank) of `values`; 0 for none. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((q / 100) * sorted.length) - 1))]!;
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+export const restartScenario: Scenario = {
+  name: "restart",
+  description: "kill -9 of an echo actor under load to its first successful answer, with the restart broken down; vs a bare Bun spawn",
+  run: runRestart,
+};
+
+if (import.meta.main) {
+  const quick = process.argv.includes("--quick");
+  const restore = pinSelf(0);
+  try {
+    const result = await runRestart({ durationMs: quick ? 5000 : 30_000, rounds: quick ? 2 : 4, quick });
+    console.log(formatTable(result.figures));
+    for (const note of result.notes) console.log(note);
+  } finally {
+    restore();
+  }
+}
