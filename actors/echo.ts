@@ -8,21 +8,20 @@ import { defineActor } from "../src/actor/define-actor.ts";
 export default defineActor({
   capabilities: ["echo"],
   init: () => ({ events: 0 }),
-  async onRequest(request, ctx) {
+  // Synchronous unless asked to wait: a handler that returns a promise costs a deadline timer.
+  onRequest(request, ctx) {
     const payload = request.payload;
     if (payload.op === "count") return { events: ctx.state.events, address: ctx.address };
     const steps = Number(payload.progress ?? 0);
     for (let step = 1; step <= steps; step++) ctx.progress({ step });
-    if (typeof payload.sleep_ms === "number") {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, payload.sleep_ms as number);
-        ctx.signal.addEventListener("abort", () => {
-          clearTimeout(timer);
-          resolve();
-        });
+    if (typeof payload.sleep_ms !== "number") return payload;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(payload), payload.sleep_ms as number);
+      ctx.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve(payload);
       });
-    }
-    return payload;
+    });
   },
   onEvent(_event, ctx) {
     ctx.state.events++;

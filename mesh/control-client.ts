@@ -33,7 +33,8 @@ export class ControlClient {
     this.#options = options;
     channel.onEvent = (event) => {
       if (event.payload.op !== ControlOp.REGISTRY) return;
-      options.registry.applyUpdate(parseRegistryUpdate(event.payload.update));
+      const { updates, update } = event.payload;
+      for (const one of Array.isArray(updates) ? updates : [update]) options.registry.applyUpdate(parseRegistryUpdate(one));
       options.onUpdate?.(options.registry);
     };
   }

@@ -41,7 +41,7 @@ export class ControlServer {
   #listener!: Listener;
   #members = new Map<string, Member>();
   #lastHeartbeat = new Map<string, number>();
-  #readyWaiters = new Map<string, Array<(pid: number | undefined) => void>>();
+  #pendingUpdates: RegistryUpdate[] = [];
   #watchdog: ReturnType<typeof setInterval>;
   #unsubscribe: () => void;
 
@@ -60,19 +60,6 @@ export class ControlServer {
       onConnection: (connection) => server.#accept(connection),
     });
     return server;
-  }
-
-  /** Resolves with the pid of `address` once it reported ready; rejects after `timeoutMs`. */
-  waitReady(address: string, timeoutMs: number): Promise<number | undefined> {
-    const { promise, resolve, reject } = Promise.withResolvers<number | undefined>();
-    const timer = setTimeout(() => reject(new HermesError(ErrorCode.TASK_TIMEOUT, `${address} did not become ready within ${timeoutMs} ms`, { timeout_ms: timeoutMs })), timeoutMs);
-    const list = this.#readyWaiters.get(address) ?? [];
-    list.push((pid) => {
-      clearTimeout(timer);
-      resolve(pid);
-    });
-    this.#readyWaiters.set(address, list);
-    return promise;
   }
 
   async close(): Promise<void> {
@@ -104,9 +91,6 @@ export class ControlServer {
         const address = String(p.address);
         this.#lastHeartbeat.set(address, Date.now());
         registry.patch(address, { health: "healthy", updatedAt: Date.now() });
-        const waiters = this.#readyWaiters.get(address) ?? [];
-        this.#readyWaiters.delete(address);
-        for (const resolve of waiters) resolve(this.#members.get(address)?.pid);
         return { ok: true };
       }
       case ControlOp.JOIN: {
@@ -171,15 +155,24 @@ export class ControlServer {
     }
   }
 
+  /**
+   * Updates of one tick go out as one event per member: a start produces several changes, and
+   * sending each to every member made starting a large mesh cost the square of its size.
+   */
   #broadcast(update: RegistryUpdate): void {
-    for (const [address, member] of this.#members) {
-      if (!member.channel.connection.isOpen) continue;
-      try {
-        member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, update }));
-      } catch {
-        // The member is going away; its connection's close handler cleans up.
+    if (this.#pendingUpdates.push(update) > 1) return;
+    queueMicrotask(() => {
+      const updates = this.#pendingUpdates;
+      this.#pendingUpdates = [];
+      for (const [address, member] of this.#members) {
+        if (!member.channel.connection.isOpen) continue;
+        try {
+          member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, updates }));
+        } catch {
+          // The member is going away; its connection's close handler cleans up.
+        }
       }
-    }
+    });
   }
 }
 

@@ -15,6 +15,8 @@ export interface DedupeStore {
   begin(id: string, now?: number): void;
   complete(id: string, answer?: Envelope): void;
   forget(id: string): void;
+  /** The requester acknowledged the answer: keep remembering the id, not the answer. */
+  releaseAnswer(id: string): void;
 }
 
 /**
@@ -61,6 +63,11 @@ export class DedupeCache implements DedupeStore {
     } else {
       this.#entries.set(id, { state: "done", at: Date.now(), ...(answer && { answer }) });
     }
+  }
+
+  releaseAnswer(id: string): void {
+    const entry = this.#entries.get(id);
+    if (entry) delete entry.answer;
   }
 
   /** Forgets `id`: its handling was abandoned before it took effect (a redelivery must handle it). */

@@ -227,7 +227,10 @@ export class MeshNode {
         onEnvelope: (env, seq, connection) => this.#receive(env, seq, connection),
         onDeadLetter: (env, error) => this.#deadLetter(env, address, error),
         onExpired: (env) => this.#expired(env),
-        ...(this.#options.onDelivered && { onAcknowledged: (env: Envelope) => this.#options.onDelivered!(env, address) }),
+        onAcknowledged: (env: Envelope) => {
+          this.#answerAcknowledged(env);
+          this.#options.onDelivered?.(env, address);
+        },
       });
       this.#links.set(address, link);
     }
@@ -244,7 +247,17 @@ export class MeshNode {
       if (set.size === 0 && this.#byPeer.get(peer) === set) this.#byPeer.delete(peer);
     });
     connection.onEnvelope = (env, seq) => this.#receive(env, seq, connection);
+    connection.onAcknowledged = this.#answerAcknowledged;
   }
+
+  /**
+   * The requester acknowledged an answer: it will not ask again, so the dedupe memory keeps
+   * only the id. (Keeping every answer for ten minutes made a busy actor's memory grow
+   * without bound and its hop slower.)
+   */
+  #answerAcknowledged = (env: Envelope): void => {
+    if (env.message_type === MessageType.RESPONSE || env.message_type === MessageType.ERROR) this.#dedupe.releaseAnswer(env.correlation_id!);
+  };
 
   #receive(env: Envelope, seq: number, connection: Connection): void {
     switch (env.message_type) {

@@ -84,10 +84,13 @@ export function handlerContext<State>(
 ): ActorContext<State> {
   const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
     ({ trace_id: envelope.trace_id, ...(envelope.context_id !== undefined && { context_id: envelope.context_id }), ...options }) as T;
-  const log = identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id });
+  let log: Logger | undefined;
   return {
     ...identity,
-    log,
+    // Bound on first use: most calls never log, and a logger per call showed in profiles.
+    get log() {
+      return (log ??= identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id }));
+    },
     state,
     envelope,
     deadline,

@@ -42,6 +42,7 @@ export class DurableStore implements DedupeStore, ActorStore {
       del: db.query("DELETE FROM kv WHERE key = ?"),
       outbox: db.query("INSERT OR REPLACE INTO outbox (message_id, destination, envelope, at) VALUES (?, ?, ?, ?)"),
       delivered: db.query("DELETE FROM outbox WHERE message_id = ? AND destination = ?"),
+      answer: db.query("SELECT answer FROM dedupe WHERE message_id = ?"),
     };
   }
 
@@ -67,7 +68,12 @@ export class DurableStore implements DedupeStore, ActorStore {
   // ---- dedupe ----
 
   lookup(id: string): DedupeEntry | undefined {
-    return this.#cache.lookup(id);
+    const entry = this.#cache.lookup(id);
+    if (entry?.state === "done" && !entry.answer) {
+      const row = this.#statements.answer.get(id) as { answer: Uint8Array | null } | null;
+      if (row?.answer) return { ...entry, answer: unpackr.unpack(row.answer) as Envelope };
+    }
+    return entry;
   }
 
   begin(id: string, now?: number): void {
@@ -100,6 +106,11 @@ export class DurableStore implements DedupeStore, ActorStore {
   forget(id: string): void {
     this.#staged.delete(id);
     this.#cache.forget(id);
+  }
+
+  /** Memory keeps the id only; the answer stays on disk in case the requester restarts and asks again. */
+  releaseAnswer(id: string): void {
+    this.#cache.releaseAnswer(id);
   }
 
   // ---- staging ----

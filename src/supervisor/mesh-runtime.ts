@@ -9,12 +9,12 @@ import type { Logger } from "../actor/logger.ts";
 import { stableAgentId } from "../protocol/ids.ts";
 import type { ChildSpec as SupervisedChild } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
+import { actorHostEntry } from "./actor-host-bundle.ts";
 import { processChild } from "./process-child.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
 import { Supervisor } from "./supervisor.ts";
 
-const HOST_MAIN = join(import.meta.dir, "../actor/host-main.ts");
 /** The line an actor process prints once it is listening, initialised and registered. */
 export const READY_LINE = "hermes-mesh:ready";
 
@@ -62,6 +62,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     throw new Error(`mesh.token_env names ${meshFile.mesh.token_env}, which is not set in the environment`);
   }
   const registry = new Registry();
+  const hostEntry = await actorHostEntry(options.log);
   const control = await ControlServer.start({
     dir,
     meshName: name,
@@ -89,7 +90,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, token, options })
+        ? instancesOf(child, { dir, name, registry, token, options, hostEntry })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
@@ -125,13 +126,13 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 /** One supervised child per pool instance, each registered as "starting" until it reports ready. */
 function instancesOf(
   spec: ActorSpec,
-  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions },
+  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name));
     const cmd = [
-      process.execPath, HOST_MAIN,
+      process.execPath, ctx.hostEntry,
       "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
       "--concurrency", String(spec.concurrency),
       ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
