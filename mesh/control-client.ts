@@ -81,8 +81,13 @@ export class ControlClient {
     return this.#call({ op: ControlOp.PS });
   }
 
+  /** Every actor's counters from its latest heartbeat, with the registry. */
+  async stats(): Promise<Payload> {
+    return this.#call({ op: ControlOp.STATS });
+  }
+
   /** Sends a heartbeat with load figures (no answer). */
-  heartbeat(load: { queue_depth: number; in_flight: number; handled: number; dead_letters: number }): void {
+  heartbeat(load: { queue_depth: number; in_flight: number; handled: number; dead_letters: number; stats?: Payload }): void {
     if (!this.channel.connection.isOpen) return;
     this.channel.emit(createEvent(this.#options.address, { target_agent: SUPERVISOR_ADDRESS }, { op: ControlOp.HEARTBEAT, ...load }));
   }

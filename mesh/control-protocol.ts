@@ -36,6 +36,8 @@ export const ControlOp = {
   SUBSCRIBE: "subscribe",
   /** anyone → supervisor (request): the registry with process details, for `hermes-mesh ps`. */
   PS: "ps",
+  /** anyone → supervisor (request): every actor's counters (from heartbeats) and the registry, for /metrics. */
+  STATS: "stats",
   /** supervisor → members (event): a registry update to apply. */
   REGISTRY: "registry",
 } as const;

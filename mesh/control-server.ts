@@ -42,6 +42,8 @@ export class ControlServer {
   #members = new Map<string, Member>();
   #lastHeartbeat = new Map<string, number>();
   #pendingUpdates: RegistryUpdate[] = [];
+  /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
+  #stats = new Map<string, Record<string, unknown>>();
   #watchdog: ReturnType<typeof setInterval>;
   #unsubscribe: () => void;
 
@@ -104,6 +106,8 @@ export class ControlServer {
         registry.patch(String(p.address), { subscriptions: stringList(p.subscriptions), updatedAt: Date.now() });
         return { ok: true };
       }
+      case ControlOp.STATS:
+        return { entries: registry.snapshot(), stats: Object.fromEntries(this.#stats) };
       case ControlOp.PS:
         return {
           mesh: { name: this.#options.meshName, dir: this.#options.dir, supervisor_pid: process.pid, started_at: this.startedAt },
@@ -118,6 +122,7 @@ export class ControlServer {
     if (p.op !== ControlOp.HEARTBEAT) return;
     const address = event.source_agent;
     this.#lastHeartbeat.set(address, Date.now());
+    if (p.stats && typeof p.stats === "object") this.#stats.set(address, { ...(p.stats as Record<string, unknown>), dead_letters: Number(p.dead_letters) || 0 });
     const entry = this.#options.registry.byAddress(address);
     const queueDepth = Number(p.queue_depth) || 0;
     const inFlight = Number(p.in_flight) || 0;
@@ -190,6 +195,7 @@ function clientEntry(address: string, socket: string, subscriptions: string[], m
     capabilities: [],
     subscriptions,
     health: "healthy",
+    kind: "client",
     restarts: 0,
     queueDepth: 0,
     inFlight: 0,

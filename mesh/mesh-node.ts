@@ -49,6 +49,8 @@ export interface MeshNodeOptions {
   maxAttempts?: number;
   /** The dedupe memory (durable mode passes one backed by its store). */
   dedupe?: DedupeStore;
+  /** Every request or event this node sends, once routed (for event logs). */
+  onSent?: (env: Envelope, destinations: readonly string[]) => void;
   /** A destination acknowledged an envelope this node sent (a durable outbox deletes it then). */
   onDelivered?: (env: Envelope, destination: string) => void;
 }
@@ -130,9 +132,19 @@ export class MeshNode {
     const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
     const request = createRequest(this.address, route, payload, options);
     request.ttl = options.ttl ?? timeoutMs;
+    return this.requestEnvelope(request, { ...options, timeoutMs });
+  }
+
+  /**
+   * Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send,
+   * ids and trace intact) along the route its fields name, and waits for its answer here:
+   * `reply_to` must be this node's address.
+   */
+  requestEnvelope(request: Envelope, options: Pick<MeshRequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
+    const timeoutMs = options.timeoutMs ?? request.ttl;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {
-      const destinations = this.#router.destinations(route);
+      const destinations = this.#router.destinations(request);
       for (const [i, destination] of destinations.entries()) {
         const copy = i === 0 ? request : { ...request };
         const link = this.#link(destination.address);
@@ -140,6 +152,7 @@ export class MeshNode {
         if (i === 0) this.#sentVia.set(request, link);
         link.send(copy);
       }
+      this.#options.onSent?.(request, destinations.map((d) => d.address));
     } catch (error) {
       this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
     }
@@ -151,6 +164,7 @@ export class MeshNode {
     const event = createEvent(this.address, route, payload, options);
     const destinations = this.#router.destinations(route);
     for (const [i, destination] of destinations.entries()) this.#link(destination.address).send(i === 0 ? event : { ...event });
+    this.#options.onSent?.(event, destinations.map((d) => d.address));
     return destinations.length;
   }
 
@@ -172,6 +186,7 @@ export class MeshNode {
   /** Sends an envelope to one instance address, whatever its own route fields say. */
   sendTo(address: string, env: Envelope): void {
     this.#link(address).send(env);
+    this.#options.onSent?.(env, [address]);
   }
 
   /** Publishes an event on a topic to every subscriber; 0 when nobody subscribes (not an error). */

@@ -28,4 +28,6 @@ export interface RegistryEntry {
   inFlight: number;
   /** ms since epoch of the last change. */
   updatedAt: number;
+  /** An actor of the supervisor tree, or a program that joined from outside (connectMesh, the gateway). */
+  kind?: "actor" | "client";
 }

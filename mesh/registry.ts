@@ -18,6 +18,7 @@ const EntrySchema = z.object({
   queueDepth: z.int().min(0),
   inFlight: z.int().min(0),
   updatedAt: z.number(),
+  kind: z.enum(["actor", "client"]).optional(),
 }) satisfies z.ZodType<RegistryEntry>;
 
 /** What a patch may change: anything but the address, which is the key. */

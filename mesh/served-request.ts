@@ -24,6 +24,11 @@ export class ServedRequest implements RequestContext {
     return this.#done;
   }
 
+  /** The answer that went (response or error), once done. */
+  get answer(): Envelope | undefined {
+    return this.#answerEnvelope;
+  }
+
   #request: Envelope;
   #node: string;
   #answer: (reply: Envelope) => void;
@@ -32,6 +37,7 @@ export class ServedRequest implements RequestContext {
   #abortReason: HermesError | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #done = false;
+  #answerEnvelope: Envelope | undefined;
 
   constructor(request: Envelope, deadline: number, answer: (reply: Envelope) => void, sendProgress: (payload: Payload) => void, node: string) {
     this.#request = request;
@@ -87,6 +93,7 @@ export class ServedRequest implements RequestContext {
   #finish(reply: Envelope): void {
     if (this.#done) return;
     this.#done = true;
+    this.#answerEnvelope = reply;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#answer(reply);
   }

@@ -2,6 +2,7 @@ import type { MeshNode, MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import type { ServedRequest } from "../../mesh/served-request.ts";
 import type { EnvelopeOptions, Route } from "../protocol/envelope-factory.ts";
 import type { Envelope, Payload } from "../protocol/envelope.ts";
+import { childTraceparent } from "../observability/trace-context.ts";
 import { createEvent } from "../protocol/envelope-factory.ts";
 import type { ActorStore } from "./actor-store.ts";
 import type { Logger } from "./logger.ts";
@@ -82,8 +83,15 @@ export function handlerContext<State>(
   deadline: number,
   durable?: { store: ActorStore; outbox: Outbox },
 ): ActorContext<State> {
+  // The trace continues: same trace_id and context_id, and a traceparent naming this handler's span.
+  const traceparent = childTraceparent(envelope);
   const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
-    ({ trace_id: envelope.trace_id, ...(envelope.context_id !== undefined && { context_id: envelope.context_id }), ...options }) as T;
+    ({
+      trace_id: envelope.trace_id,
+      ...(envelope.context_id !== undefined && { context_id: envelope.context_id }),
+      ...options,
+      headers: { ...options?.headers, traceparent },
+    }) as unknown as T;
   let log: Logger | undefined;
   return {
     ...identity,

@@ -7,6 +7,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
 import { DurableStore } from "./durable-store.ts";
+import { EventLog } from "../observability/event-log.ts";
 import type { ActorDefinition } from "./define-actor.ts";
 import { createLogger } from "./logger.ts";
 
@@ -23,6 +24,8 @@ export interface ActorHostOptions {
   shutdownMs?: number;
   /** Keep dedupe set, outbox and state in `<dir>/data/<name>[.<i>].db` (also when the module says so). */
   durable?: boolean;
+  /** Write handled and sent messages to `<dir>/logs/<address>.jsonl`. Default true. */
+  events?: boolean;
 }
 
 function openDurableStore(options: ActorHostOptions): DurableStore {
@@ -44,6 +47,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const definition = await loadDefinition(options.module);
   const registry = new Registry();
   const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;
+  const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address });
   const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
   const runtime = new ActorRuntime(definition, {
     name: options.name,
@@ -57,6 +61,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
     ...(options.window !== undefined && { window: options.window }),
     ...(options.token !== undefined && { token: options.token }),
     ...(durable && { durable }),
+    ...(events && { events }),
   });
   // A peer coming back up: links holding envelopes for it redial at once.
   registry.onUpdate((update) => {
@@ -76,7 +81,13 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
 
   const heartbeat = setInterval(() => {
     const load = runtime.load;
-    control.heartbeat({ queue_depth: load.queueDepth, in_flight: load.inFlight, handled: load.handled, dead_letters: runtime.node.deadLetters().length });
+    control.heartbeat({
+      queue_depth: load.queueDepth,
+      in_flight: load.inFlight,
+      handled: load.handled,
+      dead_letters: runtime.node.deadLetters().length,
+      stats: { ...runtime.metrics.snapshot() },
+    });
   }, heartbeatMs);
 
   let stopping = false;
@@ -87,6 +98,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
     try {
       await runtime.stop(options.shutdownMs ?? 5000);
       await control.close();
+      await events?.close();
     } finally {
       process.exit(code);
     }

@@ -8,6 +8,10 @@ import type { DurableStore } from "./durable-store.ts";
 import type { ActorDefinition } from "./define-actor.ts";
 import type { Logger } from "./logger.ts";
 import { Mailbox } from "./mailbox.ts";
+import { ActorMetrics } from "../observability/actor-metrics.ts";
+import type { EventLog } from "../observability/event-log.ts";
+import { parentSpanOf, spanIdOf } from "../observability/trace-context.ts";
+import type { Envelope } from "../protocol/envelope.ts";
 
 /** A durable handler call's staged effects; `committed` once staged for its message's commit. */
 interface Effects {
@@ -27,6 +31,8 @@ export interface ActorRuntimeOptions extends Omit<MeshNodeOptions, "onRequest" |
   concurrency?: number;
   /** Durable mode: dedupe set, outbox and state in this store, committed per handled message. */
   durable?: DurableStore;
+  /** Where handled and sent messages are logged (JSON Lines); none when omitted. */
+  events?: EventLog;
 }
 
 /**
@@ -45,6 +51,8 @@ export class ActorRuntime<State = unknown> {
   #state!: State;
   #identity: { name: string; address: string; instance: number; log: Logger; store: ActorStore };
   #durable: DurableStore | undefined;
+  #events: EventLog | undefined;
+  #metrics = new ActorMetrics();
   #started = false;
   #stopping = false;
   #idle: Array<() => void> = [];
@@ -55,12 +63,18 @@ export class ActorRuntime<State = unknown> {
     this.#options = options;
     this.concurrency = options.concurrency ?? definition.concurrency ?? 1;
     this.#durable = options.durable;
+    this.#events = options.events;
     this.#identity = { name: options.name, address: options.address, instance: options.instance, log: options.log, store: options.durable ?? memoryStore() };
   }
 
   /** The mesh node (for routing updates and stats). */
   get node(): MeshNode {
     return this.#node;
+  }
+
+  /** Counters since this process started (sent with heartbeats). */
+  get metrics(): ActorMetrics {
+    return this.#metrics;
   }
 
   /** Messages waiting, handlers running, messages handled so far. */
@@ -71,9 +85,11 @@ export class ActorRuntime<State = unknown> {
   /** Listens, runs `init`, then starts handling. Messages arriving during init wait in the mailbox. */
   async start(): Promise<void> {
     const durable = this.#durable;
+    const events = this.#events;
     this.#node = await MeshNode.start({
       ...this.#options,
-      ...(durable && { dedupe: durable, onDelivered: (env: import("../protocol/envelope.ts").Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
+      ...(events && { onSent: (env: Envelope, destinations: readonly string[]) => logSent(events, env, destinations) }),
+      ...(durable && { dedupe: durable, onDelivered: (env: Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
       onRequest: (request) => this.#enqueue({ request }, request.request.priority),
       onEvent: (event) => this.#enqueue({ event }, event.envelope.priority),
     });
@@ -121,8 +137,21 @@ export class ActorRuntime<State = unknown> {
         if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
         this.#drain();
       };
-      if (work.request) this.#runRequest(work.request).finally(finished);
-      else this.#runEvent(work.event!).finally(finished);
+      const startedAt = performance.now();
+      if (work.request) {
+        const served = work.request;
+        this.#runRequest(served).finally(() => {
+          const code = served.answer?.message_type === "error" ? Number(served.answer.payload.error_code) : undefined;
+          this.#observe(served.request, startedAt, code);
+          finished();
+        });
+      } else {
+        const event = work.event!;
+        this.#runEvent(event).finally(() => {
+          this.#observe(event.envelope, startedAt, undefined);
+          finished();
+        });
+      }
     }
   }
 
@@ -161,6 +190,29 @@ export class ActorRuntime<State = unknown> {
     } finally {
       if (effects) this.#afterCommit(id, effects);
     }
+  }
+
+  /** Metrics and the event log of one handled message. */
+  #observe(env: Envelope, startedAt: number, errorCode: number | undefined): void {
+    const seconds = (performance.now() - startedAt) / 1000;
+    this.#metrics.handled(env.message_type, seconds, errorCode);
+    if ((env.attempt ?? 1) > 1) this.#metrics.redelivered();
+    this.#events?.write({
+      event: "handled",
+      type: env.message_type,
+      trace_id: env.trace_id,
+      message_id: env.message_id,
+      span_id: spanIdOf(env.message_id),
+      ...(env.headers?.traceparent && { parent_span_id: parentSpanOf(env.headers) }),
+      source: env.source_agent,
+      ...(env.topic !== undefined && { topic: env.topic }),
+      ...(env.capability !== undefined && { capability: env.capability }),
+      attempt: env.attempt ?? 1,
+      started_at: Date.now() - seconds * 1000,
+      duration_ms: Math.round(seconds * 1e6) / 1000,
+      status: errorCode === undefined ? "ok" : "error",
+      ...(errorCode !== undefined && { error_code: errorCode }),
+    });
   }
 
   /** A durable call's staged writes and outbox, and the context view of them. */
@@ -204,4 +256,19 @@ export class ActorRuntime<State = unknown> {
       if (effects) this.#afterCommit(env.message_id, effects);
     }
   }
+}
+
+/** The "sent" line of a message this actor routed. */
+function logSent(events: EventLog, env: Envelope, destinations: readonly string[]): void {
+  events.write({
+    event: "sent",
+    type: env.message_type,
+    trace_id: env.trace_id,
+    message_id: env.message_id,
+    ...(env.headers?.traceparent && { parent_span_id: parentSpanOf(env.headers) }),
+    to: destinations,
+    ...(env.topic !== undefined && { topic: env.topic }),
+    ...(env.capability !== undefined && { capability: env.capability }),
+    ...(env.correlation_id !== undefined && { correlation_id: env.correlation_id }),
+  });
 }

@@ -38,6 +38,7 @@ async function main(): Promise<void> {
       shutdownMs: optionalNumber(values["shutdown-ms"]),
       token: process.env.HERMES_MESH_TOKEN || undefined,
       durable: process.env.HERMES_ACTOR_DURABLE === "1",
+      events: process.env.HERMES_EVENTS !== "0",
     });
   } catch (error) {
     console.error(JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: values.name, msg: "actor failed to start", error: String(error) }));

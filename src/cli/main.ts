@@ -29,6 +29,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "start an echo peer process and talk to it over a Unix socket",
     run: async (argv) => (await import("./demo.ts")).runDemoCommand(argv),
   },
+  trace: {
+    usage: "trace <trace_id> [--dir D]",
+    summary: "rebuild one flow across actors as a tree with timings",
+    run: async (argv) => (await import("./trace.ts")).runTraceCommand(argv),
+  },
   bench: {
     usage: "bench [scenario...] [--quick] [--json out.json] [--duration s]",
     summary: "run benchmarks against the raw socket (see docs/benchmarks.md)",

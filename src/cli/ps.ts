@@ -27,6 +27,8 @@ export async function runPsCommand(argv: string[]): Promise<number> {
     }
     const mesh = reply.mesh as { name: string; dir: string; supervisor_pid: number; started_at: number };
     const entries = (reply.entries as Array<RegistryEntry & { heartbeat_age_ms: number | null }>).filter((e) => !e.address.startsWith("ps-"));
+    // Programs that joined from outside (clients, the gateway) are listed after the actors.
+    entries.sort((a, b) => Number(a.kind === "client") - Number(b.kind === "client"));
     console.log(`mesh ${mesh.name}  supervisor pid ${mesh.supervisor_pid}  up ${Math.round((Date.now() - mesh.started_at) / 1000)} s  dir ${mesh.dir}`);
     const rows = entries.map((e) => [
       e.address, String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),

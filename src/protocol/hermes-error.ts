@@ -1,5 +1,7 @@
 import { ErrorCode, errorName, isErrorCode, type ErrorName } from "./error-codes.ts";
 
+const BRAND = Symbol.for("hermes-mesh.HermesError");
+
 /** Actionable fields an error payload may carry (PROTOCOL.md section 6), plus anything else useful. */
 export type ErrorFields = Record<string, unknown>;
 
@@ -20,6 +22,17 @@ export interface ErrorPayload extends ErrorFields {
 export class HermesError extends Error {
   readonly code: ErrorCode;
   readonly fields: ErrorFields;
+  /** Marks every HermesError, whichever copy of this module made it (see Symbol.hasInstance). */
+  readonly [BRAND] = true;
+
+  /**
+   * `instanceof HermesError` by brand, not by prototype: an actor module loads this file from
+   * source while the actor host runs bundled, so two copies of the class meet in one process,
+   * and an error thrown by the module must keep its code.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && BRAND in value;
+  }
 
   constructor(code: ErrorCode, detail: string, fields: ErrorFields = {}, options?: { cause?: unknown }) {
     super(detail, options);

@@ -177,6 +177,7 @@ function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName:
     capabilities: [...spec.capabilities],
     subscriptions: [...spec.subscribe],
     health: "starting",
+    kind: "actor",
     restarts: 0,
     queueDepth: 0,
     inFlight: 0,

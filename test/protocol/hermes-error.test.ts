@@ -64,3 +64,15 @@ describe("HermesError", () => {
     expect(HermesError.from("text", ErrorCode.UNAVAILABLE)).toMatchObject({ code: 10, message: "text" });
   });
 });
+
+describe("HermesError across module copies", () => {
+  test("an error made by another copy of the class (a bundled host meeting a module from source) is still instanceof", async () => {
+    // A second, independent copy of the module: same file under a query string is a new module instance.
+    const other = (await import(`../../src/protocol/hermes-error.ts?copy=${Date.now()}`)) as typeof import("../../src/protocol/hermes-error.ts");
+    expect(other.HermesError).not.toBe(HermesError);
+    const foreign = new other.HermesError(4, "from the other copy", { requested_tool: "x" });
+    expect(foreign instanceof HermesError).toBe(true);
+    expect(HermesError.from(foreign).code).toBe(4);
+    expect(new Error("plain") instanceof HermesError).toBe(false);
+  });
+});

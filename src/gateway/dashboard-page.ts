@@ -1,0 +1,92 @@
+/**
+ * The live dashboard: one self-contained page (no build step, no external assets) that polls
+ * `/api/overview` every second and shows the actors with their health, restarts, queue depth
+ * and message rates, and the most recent traces through the gateway. A token given as
+ * `?token=` in the page URL is sent with its API calls.
+ */
+export function dashboardPage(meshName: string): string {
+  const title = `hermes-mesh · ${escapeHtml(meshName)}`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>
+  :root { color-scheme: light dark; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --muted: #6e7781; }
+  body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; max-width: 1100px; }
+  h1 { font-size: 20px; margin: 0 0 4px; }
+  h2 { font-size: 15px; margin: 24px 0 8px; }
+  .sub { color: var(--muted); margin-bottom: 16px; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: 4px 10px 4px 0; border-bottom: 1px solid #8883; font-variant-numeric: tabular-nums; }
+  th { font-weight: 600; color: var(--muted); }
+  .healthy { color: var(--ok); } .down, .unhealthy { color: var(--bad); } .starting { color: var(--warn); }
+  .error { color: var(--bad); } .ok { color: var(--ok); }
+  code { font-size: 12px; }
+  #status.stale { color: var(--bad); }
+</style>
+</head>
+<body>
+<h1>${title}</h1>
+<div class="sub"><span id="status">connecting…</span> · <span id="summary"></span></div>
+<h2>Actors</h2>
+<table id="actors"><thead><tr><th>Address</th><th>Health</th><th>PID</th><th>Restarts</th><th>Queue</th><th>In flight</th><th>Handled</th><th>Msg/s</th><th>Errors</th><th>Capabilities</th></tr></thead><tbody></tbody></table>
+<h2>Recent traces</h2>
+<table id="traces"><thead><tr><th>Time</th><th>Trace</th><th>Kind</th><th>Target</th><th>Duration</th><th>Outcome</th></tr></thead><tbody></tbody></table>
+<script>
+const token = new URLSearchParams(location.search).get("token");
+const previous = new Map();
+let previousAt = 0;
+function cell(row, text, cls) { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; return td; }
+function sum(record) { return Object.values(record || {}).reduce((a, b) => a + b, 0); }
+async function refresh() {
+  try {
+    const response = await fetch("/api/overview", { headers: token ? { authorization: "Bearer " + token } : {} });
+    if (!response.ok) throw new Error("HTTP " + response.status);
+    const data = await response.json();
+    const seconds = previousAt ? (data.at - previousAt) / 1000 : 0;
+    const actors = data.entries.filter((e) => e.kind !== "client");
+    const body = document.querySelector("#actors tbody");
+    body.replaceChildren();
+    for (const e of actors) {
+      const stats = data.stats[e.address] || {};
+      const handled = sum(stats.handled);
+      const before = previous.get(e.address);
+      const rate = seconds > 0 && before !== undefined && handled >= before ? ((handled - before) / seconds).toFixed(1) : "–";
+      previous.set(e.address, handled);
+      const row = body.insertRow();
+      row.dataset.address = e.address;
+      cell(row, e.address); cell(row, e.health, e.health); cell(row, e.pid ?? "–"); cell(row, e.restarts);
+      cell(row, e.queueDepth); cell(row, e.inFlight); cell(row, handled); cell(row, rate);
+      cell(row, sum(stats.errors), sum(stats.errors) ? "error" : ""); cell(row, (e.capabilities || []).join(", "));
+    }
+    previousAt = data.at;
+    const healthy = actors.filter((e) => e.health === "healthy").length;
+    document.getElementById("summary").textContent = healthy + " of " + actors.length + " actors healthy · " + actors.reduce((a, e) => a + e.restarts, 0) + " restarts";
+    const traces = document.querySelector("#traces tbody");
+    traces.replaceChildren();
+    for (const t of data.traces) {
+      const row = traces.insertRow();
+      cell(row, new Date(t.at).toLocaleTimeString()); cell(row, t.trace_id); cell(row, t.route); cell(row, t.target);
+      cell(row, t.duration_ms.toFixed(1) + " ms"); cell(row, t.status === "ok" ? "ok" : "error " + t.error_code, t.status);
+    }
+    const status = document.getElementById("status");
+    status.textContent = "live · updated " + new Date(data.at).toLocaleTimeString();
+    status.className = "";
+  } catch (error) {
+    const status = document.getElementById("status");
+    status.textContent = "gateway unreachable (" + error.message + "), retrying";
+    status.className = "stale";
+  }
+}
+refresh();
+setInterval(refresh, 1000);
+</script>
+</body>
+</html>`;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bun
+/**
+ * The gateway process, supervised like an actor: joins the mesh through the control socket,
+ * serves the gateway app on TCP (`--host`, `--port`; 0 picks a free port) and on
+ * `<dir>/gateway.sock`, prints `hermes-mesh:gateway <url> <socket>` and then the ready line.
+ * Argv: --dir D --mesh NAME [--port P] [--host H] [--body-limit BYTES]. Tokens from the
+ * environment: HERMES_MESH_TOKEN (the mesh's), HERMES_GATEWAY_TOKEN (bearer token of HTTP clients).
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { websocket } from "hono/bun";
+import { ControlClient } from "../../mesh/control-client.ts";
+import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { MeshNode } from "../../mesh/mesh-node.ts";
+import { Registry } from "../../mesh/registry.ts";
+import { Scheduler } from "../../mesh/scheduler.ts";
+import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-file.ts";
+import { EventLog } from "../observability/event-log.ts";
+import { createGatewayApp } from "./gateway-app.ts";
+
+const ADDRESS = "gateway";
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      dir: { type: "string" },
+      mesh: { type: "string", default: "mesh" },
+      port: { type: "string", default: "8000" },
+      host: { type: "string", default: "127.0.0.1" },
+      "body-limit": { type: "string", default: String(1024 * 1024) },
+    },
+  });
+  if (!values.dir) throw new Error("gateway: --dir is required");
+  const dir = values.dir;
+  const meshToken = process.env.HERMES_MESH_TOKEN || undefined;
+  const registry = new Registry();
+  const control = await ControlClient.connect({ dir, address: ADDRESS, registry, ...(meshToken && { token: meshToken }) });
+  const node = await MeshNode.start({ address: ADDRESS, routes: registry, pick: schedulerPicker(new Scheduler()), ...(meshToken && { token: meshToken }) });
+  registry.onUpdate((update) => {
+    if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
+    if (update.type === "remove") node.forget(update.address);
+  });
+  await control.join(undefined, []);
+  const events = process.env.HERMES_EVENTS === "0" ? undefined : new EventLog(join(dir, "logs", "gateway.jsonl"), { actor: ADDRESS });
+  const app = createGatewayApp({
+    node,
+    registry,
+    meshName: values.mesh,
+    stats: async () => ((await control.stats()).stats ?? {}) as Record<string, never>,
+    token: process.env.HERMES_GATEWAY_TOKEN || undefined,
+    bodyLimit: Number(values["body-limit"]),
+    ...(events && { events }),
+  });
+  const tcp = Bun.serve({ hostname: values.host, port: Number(values.port), fetch: app.fetch, websocket, idleTimeout: 120 });
+  const socket = join(dir, "gateway.sock");
+  await prepareSocketPath(socket);
+  const unix = withPrivateUmask(socket, () => Bun.serve({ unix: socket, fetch: app.fetch, websocket }));
+  console.log(`hermes-mesh:gateway http://${values.host}:${tcp.port} ${socket}`);
+  console.log("hermes-mesh:ready");
+
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.allSettled([tcp.stop(), unix.stop()]);
+    removeSocketFile(socket);
+    await node.close();
+    await control.close();
+    await events?.close();
+    process.exit(code);
+  };
+  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => {});
+  control.closed.then(() => void stop(1));
+}
+
+main().catch((error) => {
+  console.error(JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: ADDRESS, msg: "gateway failed to start", error: String(error) }));
+  process.exit(1);
+});
