@@ -4,17 +4,27 @@ import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { startMesh } from "../supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../supervisor/supervisor-events.ts";
 
-const USAGE = `Usage: hermes-mesh up <mesh.yaml> [--dir D] [--quiet]
+const USAGE = `Usage: hermes-mesh up <mesh.yaml> [--dir D] [--port P] [--host H] [--no-gateway] [--quiet]
 
 Starts the supervisor tree of the mesh file in the foreground: every actor instance its own
-process, listening on <dir>/<name>.sock. Ctrl-C or SIGTERM stops it cleanly (actors in reverse
-start order, sockets removed). Actor log lines are printed as they come unless --quiet.`;
+process, listening on <dir>/<name>.sock, and the HTTP gateway on --host:--port (default
+127.0.0.1:8000, or the mesh file's gateway section; --port 0 picks a free port) and on
+<dir>/gateway.sock. Ctrl-C or SIGTERM stops it cleanly (actors in reverse start order, sockets
+removed). Actor log lines are printed as they come unless --quiet. The gateway's bearer token,
+if any, comes from $HERMES_GATEWAY_TOKEN (or the mesh file's gateway.token_env).`;
 
 /** `hermes-mesh up`: runs a mesh until Ctrl-C / SIGTERM, or until its root supervisor gives up (exit 1). */
 export async function runUpCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { dir: { type: "string" }, quiet: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      dir: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      "no-gateway": { type: "boolean" },
+      quiet: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
     allowPositionals: true,
   });
   if (values.help) {
@@ -34,8 +44,22 @@ export async function runUpCommand(argv: string[]): Promise<number> {
   }
   const log = createLogger({ component: "supervisor" });
   const started = Date.now();
+  const port = values.port === undefined ? (meshFile.gateway?.port ?? 8000) : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    console.error(`hermes-mesh up: --port must be a port number from 0 to 65535, got '${values.port}'`);
+    return 2;
+  }
+  const gatewayToken = process.env.HERMES_GATEWAY_TOKEN || (meshFile.gateway?.token_env ? process.env[meshFile.gateway.token_env] : undefined);
   const mesh = await startMesh(meshFile, {
     ...(values.dir !== undefined && { dir: values.dir }),
+    gateway: values["no-gateway"]
+      ? false
+      : {
+          port,
+          host: values.host ?? meshFile.gateway?.host ?? "127.0.0.1",
+          ...(meshFile.gateway && { bodyLimitBytes: meshFile.gateway.body_limit_bytes }),
+          ...(gatewayToken && { token: gatewayToken }),
+        },
     log,
     onEvent: (event) => describe(event),
     onOutput: values.quiet ? undefined : (address, line) => console.error(`[${address}] ${line}`),
@@ -45,6 +69,13 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     console.log(`  ${entry.address.padEnd(20)} pid ${String(entry.pid ?? "-").padEnd(8)} ${entry.socket}`);
   }
   console.log(`control: ${mesh.dir}/supervisor.sock   (hermes-mesh ps --dir ${mesh.dir})`);
+  if (mesh.gateway) {
+    const auth = gatewayToken ? ` -H 'Authorization: Bearer $HERMES_GATEWAY_TOKEN'` : "";
+    console.log(`gateway: ${mesh.gateway.url}  and  ${mesh.gateway.socket}`);
+    console.log(`dashboard: ${mesh.gateway.url}/${gatewayToken ? "?token=<your token>" : ""}`);
+    console.log(`try: curl -X POST ${mesh.gateway.url}/hermes/v1/invoke -H 'Content-Type: application/hermes+json'${auth} -d '{"meta":{"version":"1.2","msg_type":1,"sender_id":"a1b2c3","receiver_id":"d4e5f6","ttl":300,"trace_id":"t7u8v9"},"payload":{"task_id":"x1y2z3","tool":"calculator","expression":"2+2"}}'`);
+    console.log(`then: hermes-mesh trace t7u8v9 --dir ${mesh.dir}`);
+  }
   const signal = Promise.withResolvers<string>();
   process.on("SIGINT", () => signal.resolve("SIGINT"));
   process.on("SIGTERM", () => signal.resolve("SIGTERM"));

@@ -108,7 +108,14 @@ export const MeshFileSchema = map({
     dir: z.string(expected("a directory path")).min(1, expected("a directory path")).optional(),
     token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
     heartbeat_ms: intIn(10, 600_000).default(1000),
+    events: z.boolean(expected("true or false")).default(true),
   }),
+  gateway: map({
+    port: intIn(0, 65_535).default(8000),
+    host: z.string(expected("a host name or address")).min(1, expected("a host name or address")).default("127.0.0.1"),
+    token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
+    body_limit_bytes: intIn(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  }).optional(),
   supervisor: map({ strategy: Strategy, intensity: Intensity, period_ms: PeriodMs, backoff: BackoffField, children: list(ChildSpecSchema) }),
 });
 

@@ -28,6 +28,8 @@ export interface RunningMesh {
   stop(): Promise<void>;
   /** Resolves when the root supervisor ends: "shutdown" after stop(), or the reason it gave up. */
   ended: Promise<string>;
+  /** Where the gateway listens (current after its restarts), when the mesh runs one. */
+  gateway?: { url: string; socket: string };
 }
 
 export interface StartMeshOptions {
@@ -38,6 +40,20 @@ export interface StartMeshOptions {
   onEvent?: (event: SupervisorEvent) => void;
   /** Each line an actor prints (stdout or stderr), with its address. */
   onOutput?: (address: string, line: string) => void;
+  /**
+   * The HTTP gateway, supervised as the root's last child: overrides the mesh file's `gateway`
+   * section; `false` runs none. Port 0 picks a free port (see RunningMesh.gateway).
+   */
+  gateway?: GatewayOptions | false;
+}
+
+/** How the gateway listens. */
+export interface GatewayOptions {
+  port: number;
+  host?: string;
+  /** Bearer token HTTP clients must send. */
+  token?: string;
+  bodyLimitBytes?: number;
 }
 
 /** The default socket directory of a mesh. */
@@ -90,11 +106,15 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, token, options, hostEntry })
+        ? instancesOf(child, { dir, name, registry, token, options, hostEntry, events: meshFile.mesh.events })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
-  const root = new Supervisor(build(meshFile.supervisor, "root"));
+  const rootSpec = build(meshFile.supervisor, "root");
+  const gatewayOptions = options.gateway ?? gatewayFromFile(meshFile);
+  const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, options, at: gatewayAt! }));
+  const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
   const ended = Promise.withResolvers<string>();
   root.onEvent((event) => {
@@ -114,6 +134,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     registry,
     root,
     ended: ended.promise,
+    ...(gatewayAt && { gateway: gatewayAt }),
     stop: () =>
       (stopping ??= (async () => {
         await root.stop();
@@ -126,7 +147,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 /** One supervised child per pool instance, each registered as "starting" until it reports ready. */
 function instancesOf(
   spec: ActorSpec,
-  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string },
+  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
@@ -140,7 +161,12 @@ function instancesOf(
     ];
     const output = (line: string) => (line === READY_LINE ? undefined : ctx.options.onOutput?.(address, line));
     const start = processChild(cmd, {
-      env: { ...spec.env, ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }), ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }) },
+      env: {
+        ...spec.env,
+        ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+        ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }),
+        ...(!ctx.events && { HERMES_EVENTS: "0" }),
+      },
       onStdout: output,
       onStderr: output,
       ready: (line) => line === READY_LINE,
@@ -182,6 +208,53 @@ function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName:
     queueDepth: 0,
     inFlight: 0,
     updatedAt: Date.now(),
+  };
+}
+
+const GATEWAY_MAIN = join(import.meta.dir, "../gateway/gateway-main.ts");
+const GATEWAY_LINE = "hermes-mesh:gateway ";
+
+function gatewayFromFile(meshFile: MeshFile): GatewayOptions | undefined {
+  const g = meshFile.gateway;
+  if (!g) return undefined;
+  const token = g.token_env ? process.env[g.token_env] : undefined;
+  if (g.token_env && !token) throw new Error(`gateway.token_env names ${g.token_env}, which is not set in the environment`);
+  return { port: g.port, host: g.host, bodyLimitBytes: g.body_limit_bytes, ...(token !== undefined && { token }) };
+}
+
+/** The gateway as a supervised child: its own process, restarted like an actor. */
+function gatewayChild(
+  gateway: GatewayOptions,
+  ctx: { dir: string; name: string; token: string | undefined; events: boolean; options: StartMeshOptions; at: { url: string; socket: string } },
+): SupervisedChild {
+  const cmd = [
+    process.execPath, GATEWAY_MAIN, "--dir", ctx.dir, "--mesh", ctx.name,
+    "--port", String(gateway.port), "--host", gateway.host ?? "127.0.0.1",
+    ...(gateway.bodyLimitBytes !== undefined ? ["--body-limit", String(gateway.bodyLimitBytes)] : []),
+  ];
+  const output = (line: string) => {
+    if (line.startsWith(GATEWAY_LINE)) {
+      const [url, socket] = line.slice(GATEWAY_LINE.length).split(" ");
+      ctx.at.url = url!;
+      ctx.at.socket = socket!;
+    } else if (line !== READY_LINE) {
+      ctx.options.onOutput?.("gateway", line);
+    }
+  };
+  return {
+    id: "gateway",
+    shutdown: 5000,
+    start: processChild(cmd, {
+      env: {
+        ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+        ...(gateway.token !== undefined && { HERMES_GATEWAY_TOKEN: gateway.token }),
+        ...(!ctx.events && { HERMES_EVENTS: "0" }),
+      },
+      onStdout: output,
+      onStderr: output,
+      ready: (line) => line === READY_LINE,
+      readyTimeoutMs: 15_000,
+    }),
   };
 }
 
