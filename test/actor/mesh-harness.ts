@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { connectMesh, type MeshClient } from "../../src/actor/connect-mesh.ts";
 import { createLogger } from "../../src/actor/logger.ts";
 import { parseMeshFile } from "../../src/supervisor/mesh-file.ts";
-import { startMesh, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
+import { startMesh, type GatewayOptions, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
 import { tempDir } from "../helpers.ts";
 
@@ -23,7 +23,7 @@ export interface TestMesh extends AsyncDisposable {
 }
 
 /** `yaml` may use {ACTORS} and {FIXTURES} for the module directories. */
-export async function startTestMesh(yaml: string): Promise<TestMesh> {
+export async function startTestMesh(yaml: string, options: { gateway?: GatewayOptions } = {}): Promise<TestMesh> {
   const dir = tempDir("hm-mesh-");
   const file = join(dir.path, "mesh.yaml");
   writeFileSync(file, yaml.replaceAll("{ACTORS}", ACTORS).replaceAll("{FIXTURES}", FIXTURE_ACTORS));
@@ -38,6 +38,7 @@ export async function startTestMesh(yaml: string): Promise<TestMesh> {
       log: createLogger({ component: "supervisor" }, (line) => { logLines.push(line); if (process.env.HM_DEBUG) console.error(line); }),
       onEvent: (event) => events.push(event),
       onOutput: (address, line) => output.push(`[${address}] ${line}`),
+      gateway: options.gateway ?? false,
     });
   } catch (error) {
     dir[Symbol.dispose]();
