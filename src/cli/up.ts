@@ -50,7 +50,10 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const gatewayToken = process.env.HERMES_GATEWAY_TOKEN || (meshFile.gateway?.token_env ? process.env[meshFile.gateway.token_env] : undefined);
-  const mesh = await startMesh(meshFile, {
+  const gatewayLines: string[] = [];
+  let mesh;
+  try {
+    mesh = await startMesh(meshFile, {
     ...(values.dir !== undefined && { dir: values.dir }),
     gateway: values["no-gateway"]
       ? false
@@ -62,8 +65,20 @@ export async function runUpCommand(argv: string[]): Promise<number> {
         },
     log,
     onEvent: (event) => describe(event),
-    onOutput: values.quiet ? undefined : (address, line) => console.error(`[${address}] ${line}`),
+    onOutput: (address, line) => {
+      if (address === "gateway") gatewayLines.push(line);
+      if (!values.quiet) console.error(`[${address}] ${line}`);
+    },
   });
+  } catch (error) {
+    console.error(`hermes-mesh up: the mesh did not start: ${(error as Error).message}`);
+    if (gatewayLines.some((l) => l.includes("EADDRINUSE") || l.includes("in use"))) {
+      console.error(`hermes-mesh up: port ${port} is taken: pass --port <another> (or --port 0 for any free port)`);
+    } else if (gatewayLines.length > 0 && values.quiet) {
+      console.error(gatewayLines.join("\n"));
+    }
+    return 1;
+  }
   console.log(`mesh '${mesh.name}' up in ${Date.now() - started} ms; sockets in ${mesh.dir}`);
   for (const entry of mesh.registry.snapshot()) {
     console.log(`  ${entry.address.padEnd(20)} pid ${String(entry.pid ?? "-").padEnd(8)} ${entry.socket}`);

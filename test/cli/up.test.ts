@@ -27,7 +27,7 @@ describe("hermes-mesh up", () => {
     const yaml = join(dir.path, "mesh.yaml");
     writeFileSync(yaml, `mesh:\n  name: cli-up\nsupervisor:\n  intensity: 3\n  children:\n    - actor: echo\n      module: ${ECHO}\n      pool: 2\n    - actor: solo\n      module: ${ECHO}\n`);
     const run = join(dir.path, "run");
-    await using up = spawnBun(CLI, ["up", yaml, "--dir", run, "--quiet"]);
+    await using up = spawnBun(CLI, ["up", yaml, "--dir", run, "--quiet", "--port", "0"]);
     await up.waitForLine(/^mesh 'cli-up' up in \d+ ms/);
 
     const ps = cli("ps", "--dir", run, "--json");
