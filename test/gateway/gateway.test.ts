@@ -16,6 +16,9 @@ supervisor:
     - actor: calculator
       module: {ACTORS}/calculator.ts
 `;
+/** A response body as JSON, untyped: the assertions say what it must hold. */
+const body = (response: Response): Promise<any> => response.json();
+
 const SEED = {
   meta: { version: "1.2", msg_type: 1, sender_id: "a1b2c3", receiver_id: "d4e5f6", ttl: 300, trace_id: "t7u8v9" },
   payload: { task_id: "x1y2z3", tool: "calculator", expression: "2+2" },
@@ -38,7 +41,7 @@ describe("gateway", () => {
   test("the seed's own example answers msg_type 2, trace t7u8v9, result 4, sender and receiver swapped", async () => {
     const response = await invoke(SEED);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({
+    expect(await body(response)).toEqual({
       meta: { version: "1.2", msg_type: 2, sender_id: "d4e5f6", receiver_id: "a1b2c3", ttl: 300, trace_id: "t7u8v9" },
       payload: { task_id: "x1y2z3", result: 4, expression: "2+2" },
     });
@@ -50,31 +53,31 @@ describe("gateway", () => {
       message_id: id, message_type: "request", trace_id: "native-1", source_agent: "http-client", target_agent: "echo",
       reply_to: "http-client", timestamp: Date.now(), ttl: 5000, payload: { text: "你好 🌍" },
     };
-    const answer = await (await invoke(request, { "content-type": "application/json" })).json();
+    const answer = (await body(await invoke(request, { "content-type": "application/json" })));
     expect(answer).toMatchObject({ message_type: "response", correlation_id: id, trace_id: "native-1", target_agent: "http-client", payload: { text: "你好 🌍" } });
     const event = { ...request, message_id: newMessageId(), message_type: "event" };
     delete (event as Record<string, unknown>).reply_to;
-    expect(await (await invoke(event)).json()).toMatchObject({ accepted: true, delivered_to: 1 });
+    expect((await body(await invoke(event)))).toMatchObject({ accepted: true, delivered_to: 1 });
   });
 
   test("bad input gets coded answers: 400 code 2, 415, 413 code 6, and routed errors are 200", async () => {
     const badMeta = await invoke({ ...SEED, meta: { ...SEED.meta, version: "1.3" } });
     expect(badMeta.status).toBe(400);
-    expect(((await badMeta.json()) as any).payload).toMatchObject({ error_code: 2, reason: expect.stringContaining("version") });
+    expect((await body(badMeta)).payload).toMatchObject({ error_code: 2, reason: expect.stringContaining("version") });
     const badJson = await invoke("{not json");
     expect(badJson.status).toBe(400);
-    expect(((await badJson.json()) as any).error_code).toBe(2);
+    expect((await body(badJson)).error_code).toBe(2);
     const wrongType = await invoke(SEED, { "content-type": "text/plain" });
     expect(wrongType.status).toBe(415);
     const big = await invoke(JSON.stringify({ ...SEED, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
     expect(big.status).toBe(413);
-    expect(((await big.json()) as any).error_code).toBe(6);
+    expect((await body(big)).error_code).toBe(6);
     const nobody = await invoke({ ...SEED, meta: { ...SEED.meta, receiver_id: "nobody" }, payload: { x: 1 } });
     expect(nobody.status).toBe(200);
-    expect((await nobody.json()).payload.error_code).toBe(8);
+    expect((await body(nobody)).payload.error_code).toBe(8);
     const divide = await invoke({ ...SEED, payload: { tool: "calculator", expression: "1/0" } });
     expect(divide.status).toBe(200);
-    expect((await divide.json()).payload).toMatchObject({ error_code: 2, reason: expect.stringContaining("division by zero") });
+    expect((await body(divide)).payload).toMatchObject({ error_code: 2, reason: expect.stringContaining("division by zero") });
   });
 
   test("garbage never takes the gateway down", async () => {
@@ -101,12 +104,12 @@ describe("gateway", () => {
       headers: { "content-type": "application/hermes+json" },
       body: JSON.stringify(SEED),
     } as RequestInit);
-    expect((await response.json()).payload.result).toBe(4);
+    expect((await body(response)).payload.result).toBe(4);
   });
 
   test("health, actors and Prometheus metrics reflect the mesh", async () => {
-    expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: "ok", mesh: "gw", actors: 2, healthy: 2 });
-    const actors = (await (await fetch(`${url}/actors`)).json()) as Array<{ address: string }>;
+    expect((await body(await fetch(`${url}/health`)))).toMatchObject({ status: "ok", mesh: "gw", actors: 2, healthy: 2 });
+    const actors = ((await body(await fetch(`${url}/actors`)))) as Array<{ address: string }>;
     expect(actors.map((a) => a.address)).toEqual(expect.arrayContaining(["echo", "calculator", "gateway"]));
     for (let i = 0; i < 5; i++) await invoke(SEED);
     await waitFor(async () => {
@@ -160,13 +163,13 @@ describe("gateway with a bearer token", () => {
     const url = t.mesh.gateway!.url;
     const post = (headers: Record<string, string>) =>
       fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(SEED) });
-    for (const headers of [{}, { authorization: "Bearer nope" }]) {
+    for (const headers of [{}, { authorization: "Bearer nope" }] as Array<Record<string, string>>) {
       const refused = await post(headers);
       expect(refused.status).toBe(401);
-      expect(await refused.json()).toMatchObject({ error_code: 5, auth_method: "bearer" });
+      expect(await body(refused)).toMatchObject({ error_code: 5, auth_method: "bearer" });
     }
     const ok = await post({ authorization: "Bearer s3cret-token" });
-    expect((await ok.json()).payload.result).toBe(4);
+    expect((await body(ok)).payload.result).toBe(4);
     expect((await fetch(`${url}/health`)).status).toBe(200);
     expect((await fetch(`${url}/metrics`)).status).toBe(401);
     expect((await fetch(`${url}/metrics?token=s3cret-token`)).status).toBe(200);
