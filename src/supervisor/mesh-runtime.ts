@@ -9,6 +9,7 @@ import type { Logger } from "../actor/logger.ts";
 import { stableAgentId } from "../protocol/ids.ts";
 import type { ChildSpec as SupervisedChild } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
+import { EventLog } from "../observability/event-log.ts";
 import { actorHostEntry } from "./actor-host-bundle.ts";
 import { processChild } from "./process-child.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
@@ -92,10 +93,13 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
       if (pid) process.kill(pid, "SIGKILL");
     },
   });
+  // Restarts, exits and escalations go to the mesh's event logs too, next to the actors' own.
+  const supervisorLog = meshFile.mesh.events ? new EventLog(join(dir, "logs", "supervisor.jsonl"), { actor: "supervisor" }) : undefined;
   const onEvent = (event: SupervisorEvent) => {
     if (event.type === "started" && event.child && registry.byAddress(event.child)) {
       registry.patch(event.child, { pid: event.pid, restarts: event.restarts, updatedAt: Date.now() });
     }
+    if (supervisorLog && event.type !== "restarting") supervisorLog.write({ ...event, event: event.type === "started" && event.restarts > 0 ? "restart" : event.type });
     options.onEvent?.(event);
   };
   const build = (spec: SupervisorSpec | MeshFile["supervisor"], id: string) => ({
@@ -139,6 +143,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
       (stopping ??= (async () => {
         await root.stop();
         await control.close();
+        await supervisorLog?.close();
         removeSockets(dir);
       })()),
   };

@@ -32,7 +32,9 @@ describe("hermes-mesh up", () => {
 
     const ps = cli("ps", "--dir", run, "--json");
     expect(ps.code).toBe(0);
-    const entries = JSON.parse(ps.out).entries as Array<{ address: string; pid: number; health: string }>;
+    const all = JSON.parse(ps.out).entries as Array<{ address: string; pid: number; health: string; kind: string }>;
+    expect(all.filter((e) => e.kind === "client").map((e) => e.address)).toContain("gateway");
+    const entries = all.filter((e) => e.kind === "actor");
     expect(entries.map((e) => e.address).sort()).toEqual(["echo#0", "echo#1", "solo"]);
     expect(entries.every((e) => e.health === "healthy" && alive(e.pid))).toBe(true);
 
@@ -55,7 +57,9 @@ describe("hermes-mesh up", () => {
     }, "solo to be restarted", 10_000);
     expect(cli("send", "solo", '{"after":"restart"}', "--dir", run).out).toBe('{"after":"restart"}\n');
 
-    const pids = (JSON.parse(cli("ps", "--dir", run, "--json").out).entries as Array<{ pid: number }>).map((e) => e.pid);
+    const pids = (JSON.parse(cli("ps", "--dir", run, "--json").out).entries as Array<{ pid?: number }>).map((e) => e.pid).filter((p): p is number => p !== undefined);
+    const gateway = up.lines.find((l) => l.startsWith("gateway: "));
+    expect(gateway).toMatch(/^gateway: http:\/\/127\.0\.0\.1:\d+ {2}and {2}.*gateway\.sock$/);
     up.proc.kill("SIGTERM");
     expect(await up.proc.exited).toBe(0);
     expect(up.lines).toContain("stopped: every actor exited, sockets removed");
