@@ -44,7 +44,10 @@ Options:
   -h, --help       show this help
 
 Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
-"unpinned, both cores" = nothing pinned (restart, footprint: actors inherit the harness's cpus).`;
+"unpinned, both cores" = nothing pinned (restart, footprint: actors inherit the harness's cpus).
+pingpong and stream also measure the peers: Bun IPC, Node IPC (needs node), NATS (needs
+nats-server) and Redis Streams (needs redis-server); one whose program is missing is skipped
+with a note.`;
 
 /**
  * Runs the bench command and returns the exit code: 0 when every scenario ran, 1 when one

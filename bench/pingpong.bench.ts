@@ -1,13 +1,16 @@
 /**
  * Ping-pong scenario: sequential request/response round trips of a 128-byte payload between
  * this process (pinned to cpu 0) and a child (cpu 0: "same core", cpu 1: "cross core").
- * Contenders: hermes `RequestChannel.request()` against an echo listener, and the raw Bun
- * Unix socket echoing 128 bytes. All sessions are open at once and measured interleaved in
- * rounds; latencies go into one HdrHistogram per contender and placement.
+ * Contenders: hermes `RequestChannel.request()` against an echo listener, the peers a user
+ * would pick instead (Bun IPC, Node IPC, NATS request/reply, Redis Streams: adapters/peers.ts;
+ * one missing its server is skipped with a note), and the raw Bun Unix socket echoing 128
+ * bytes. All sessions are open at once and measured interleaved in rounds; latencies go into
+ * one HdrHistogram per contender and placement.
  *
  * Run alone: `bun bench/pingpong.bench.ts [--quick]`.
  */
 import { hermesRequest } from "./adapters/hermes-request.ts";
+import { ROUND_TRIP_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawEcho } from "./adapters/raw-echo.ts";
 import type { RoundTripPeer, RoundTripSession } from "./adapters/types.ts";
 import { LatencyHistogram, PERCENTILES, type LatencySummary } from "./lib/histogram.ts";
@@ -15,7 +18,7 @@ import { availablePlacements, pinSelf, type Placement } from "./lib/placement.ts
 import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
-const PEERS: readonly RoundTripPeer[] = [hermesRequest, rawEcho];
+const PEERS: readonly RoundTripPeer[] = [hermesRequest, ...ROUND_TRIP_PEERS, rawEcho];
 const BASELINE = rawEcho;
 /** Goal from the brief: hermes p50 within 1.3x of the raw socket's. */
 const P50_MAX_RATIO = 1.3;
@@ -29,9 +32,19 @@ interface Run {
   histogram: LatencyHistogram;
 }
 
+/** Round trips a client timing its own (`roundTrips`) makes per request from here. */
+const SELF_TIMED_BATCH = 100;
+
 /** Round trips for about `ms`, each recorded (or not, during warm-up). */
 async function measure(run: Run, ms: number, record: boolean): Promise<void> {
   const end = Bun.nanoseconds() + ms * 1e6;
+  if (run.session.roundTrips) {
+    do {
+      const samples = await run.session.roundTrips(SELF_TIMED_BATCH);
+      if (record) for (const ns of samples) run.histogram.record(ns);
+    } while (Bun.nanoseconds() < end);
+    return;
+  }
   let t = Bun.nanoseconds();
   while (t < end) {
     await run.session.roundTrip();
@@ -43,12 +56,13 @@ async function measure(run: Run, ms: number, record: boolean): Promise<void> {
 
 export async function runPingpong(options: ScenarioOptions): Promise<ScenarioResult> {
   const { placements, note } = availablePlacements();
-  const notes = note ? [`pingpong: ${note}`] : [];
+  const { peers, notes: skipped } = usable(PEERS, "pingpong");
+  const notes = note ? [`pingpong: ${note}`, ...skipped] : skipped;
   using dir = tempDir();
   const runs: Run[] = [];
   try {
     for (const placement of placements) {
-      for (const peer of PEERS) {
+      for (const peer of peers) {
         progress(`pingpong: starting ${peer.name} (${placement.name})`);
         const session = await peer.open({ dir: dir.path, placement });
         runs.push({ peer, placement, session, histogram: new LatencyHistogram() });
@@ -70,7 +84,7 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
   for (const placement of placements) {
     const of = (peer: RoundTripPeer) => summaries.get(runs.find((r) => r.peer === peer && r.placement === placement)!)!;
     const base = of(BASELINE);
-    for (const peer of PEERS.filter((p) => p !== BASELINE)) {
+    for (const peer of peers.filter((p) => p !== BASELINE)) {
       const mine = of(peer);
       for (const [key, label] of POINTS) {
         figures.push({
@@ -82,11 +96,16 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
           better: "lower",
           baseline: { name: `${BASELINE.name} ${label}`, value: base[key] },
           ...(key === "p50" && {
-            target: { maxRatio: P50_MAX_RATIO },
+            ...(peer === hermesRequest && { target: { maxRatio: P50_MAX_RATIO } }),
             detail: { samples: mine.count, baselineSamples: base.count, meanUs: mine.mean, baselineMeanUs: base.mean },
           }),
         });
       }
+    }
+    if (peers.length > 2 && peers.includes(hermesRequest)) {
+      const hermes = of(hermesRequest);
+      const others = peers.filter((p) => p !== hermesRequest).map((p) => ({ name: p.name, value: of(p).p50 }));
+      notes.push(versusHermes("pingpong", placement.name, "p50", { name: hermesRequest.name, value: hermes.p50, text: `${hermes.p50.toFixed(1)} us` }, others));
     }
   }
   const histograms = runs.map((r) => ({ peer: r.peer.name, placement: r.placement.name, ...summaries.get(r)! }));
@@ -95,7 +114,7 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
 
 export const pingpongScenario: Scenario = {
   name: "pingpong",
-  description: "two-process request/response round trip, 128-byte payload: hermes RequestChannel vs raw Unix socket",
+  description: "two-process request/response round trip, 128-byte payload: hermes RequestChannel and peers (Bun/Node IPC, NATS, Redis) vs raw Unix socket",
   run: runPingpong,
 };
 

@@ -2,12 +2,16 @@
  * Stream scenario: one-way bursts of 128-byte-payload messages from this process (cpu 0) to
  * a receiver child (cpu 0 or 1), end to end: a burst ends when the receiver has acknowledged
  * every message. Contenders: hermes event envelopes through `Connection.send` with the
- * receiver's window at 1024 and at 8192, and raw length-prefixed frames written in batches.
+ * receiver's window at 1024, 4096 and 8192, the peers a user would pick instead (Bun and Node
+ * IPC, one message per send and arrays of 256; NATS publish; Redis Streams XADD to a consumer
+ * group: adapters/peers.ts; one missing its server is skipped with a note), and raw
+ * length-prefixed frames written in batches.
  * Bursts are sized after a warm-up so each lasts about one slice, and interleaved in rounds.
  *
  * Run alone: `bun bench/stream.bench.ts [--quick]`.
  */
 import { hermesStream } from "./adapters/hermes-stream.ts";
+import { STREAM_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
 import type { StreamPeer, StreamSession } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";
@@ -18,7 +22,10 @@ import { formatTable, progress, progressDone, type Figure } from "./lib/report.t
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 export const WINDOWS = [1024, 4096, 8192] as const; // 4096 is the default window
-const PEERS: readonly StreamPeer[] = [...WINDOWS.map(hermesStream), rawStream];
+const HERMES: readonly StreamPeer[] = WINDOWS.map(hermesStream);
+/** The hermes contender the peers are compared with: the default window. */
+const HERMES_DEFAULT = HERMES[1]!;
+const PEERS: readonly StreamPeer[] = [...HERMES, ...STREAM_PEERS, rawStream];
 const BASELINE = rawStream;
 /** Goal from the brief: at least a million envelopes a second end to end. */
 const MIN_ENVELOPES_PER_SEC = 1_000_000;
@@ -54,12 +61,13 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
   const available = availablePlacements();
   const { note } = available;
   const placements = taskset() && availableParallelism() > 1 ? [...available.placements, BOTH_CORES] : available.placements;
-  const notes = note ? [`stream: ${note}`] : [];
+  const { peers, notes: skipped } = usable(PEERS, "stream");
+  const notes = note ? [`stream: ${note}`, ...skipped] : skipped;
   using dir = tempDir();
   const runs: Run[] = [];
   try {
     for (const placement of placements) {
-      for (const peer of PEERS) {
+      for (const peer of peers) {
         progress(`stream: starting ${peer.name} (${placement.name})`);
         const session = await peer.open({ dir: dir.path, placement });
         runs.push({ peer, placement, session, burst: 0, sent: 0, rates: [] });
@@ -90,11 +98,14 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
     for (const run of [...runs].reverse()) await disposeQuietly(run.session);
   }
   const rounds = runs.map((r) => ({ peer: r.peer.name, placement: r.placement.name, burst: r.burst, rates: r.rates.map(Math.round) }));
-  return { figures: figuresOf(runs, placements), notes, rounds };
+  return { figures: figuresOf(runs, placements, notes), notes, rounds };
 }
 
-/** Per placement and hermes window: envelopes/s and payload MB/s, each next to the raw socket's. */
-function figuresOf(runs: readonly Run[], placements: readonly Placement[]): Figure[] {
+/**
+ * Per placement and hermes window: envelopes/s and payload MB/s, each next to the raw socket's;
+ * per peer its messages/s next to the raw socket's, and a note comparing each with hermes.
+ */
+function figuresOf(runs: readonly Run[], placements: readonly Placement[], notes: string[]): Figure[] {
   const figures: Figure[] = [];
   const payloadMBps = (rate: number) => (rate * RAW_128.length) / 1e6;
   for (const placement of placements) {
@@ -103,14 +114,16 @@ function figuresOf(runs: readonly Run[], placements: readonly Placement[]): Figu
     for (const run of runs.filter((r) => r.peer !== BASELINE && r.placement === placement)) {
       const rate = median(run.rates);
       const common = { scenario: "stream", placement: placement.name, better: "higher" } as const;
+      const isHermes = HERMES.includes(run.peer);
       figures.push({
         ...common,
-        name: `${run.peer.name} envelopes/s`,
+        name: `${run.peer.name} ${isHermes ? "envelopes/s" : "msg/s"}`,
         unit: "msg/s",
         value: rate,
         baseline: { name: `${BASELINE.name} frames/s`, value: baseRate },
-        target: { minValue: MIN_ENVELOPES_PER_SEC },
+        ...(isHermes && { target: { minValue: MIN_ENVELOPES_PER_SEC } }),
         detail: {
+          payloadMBps: payloadMBps(rate),
           burst: run.burst,
           frameBytes: run.session.frameBytes,
           wireMBps: (rate * run.session.frameBytes) / 1e6,
@@ -118,7 +131,8 @@ function figuresOf(runs: readonly Run[], placements: readonly Placement[]): Figu
           roundsPerSec: run.rates.map(Math.round),
         },
       });
-      figures.push({
+      // Payload MB/s is the rate times 128 B: a row of its own for hermes only, in detail for the peers.
+      if (isHermes) figures.push({
         ...common,
         name: `${run.peer.name} payload MB/s`,
         unit: "MB/s",
@@ -126,13 +140,20 @@ function figuresOf(runs: readonly Run[], placements: readonly Placement[]): Figu
         baseline: { name: `${BASELINE.name} payload MB/s`, value: payloadMBps(baseRate) },
       });
     }
+    const hermes = runs.find((r) => r.peer === HERMES_DEFAULT && r.placement === placement);
+    const others = runs.filter((r) => r.placement === placement && !HERMES.includes(r.peer));
+    if (hermes && others.length > 1) {
+      const rate = median(hermes.rates);
+      const text = `${(rate / 1e6).toFixed(2)} M msg/s`;
+      notes.push(versusHermes("stream", placement.name, "msg/s", { name: hermes.peer.name, value: rate, text }, others.map((r) => ({ name: r.peer.name, value: median(r.rates) }))));
+    }
   }
   return figures;
 }
 
 export const streamScenario: Scenario = {
   name: "stream",
-  description: "one-way stream with acks and credit window, 128-byte payload: hermes Connection.send (window 1024, 8192) vs raw framed socket",
+  description: "one-way stream with acks and credit window, 128-byte payload: hermes Connection.send (window 1024, 4096, 8192) and peers (Bun/Node IPC, NATS, Redis) vs raw framed socket",
   run: runStream,
 };
 

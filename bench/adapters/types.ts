@@ -21,17 +21,28 @@ export interface CodecContender {
 /** A ping-pong contender: a peer process plus the client side in this process. */
 export interface RoundTripPeer {
   readonly name: string;
+  /** Why this peer cannot run on this machine (a server binary or runtime missing); undefined when it can. */
+  unavailable?(): string | undefined;
   open(env: PeerEnv): Promise<RoundTripSession>;
 }
 
 export interface RoundTripSession extends AsyncDisposable {
   /** One request and its whole answer (128 bytes of payload each way). */
   roundTrip(): Promise<void>;
+  /**
+   * For a client that cannot live in this process (Node's child_process IPC needs a Node
+   * parent): `n` sequential 128-byte round trips timed by that client itself, in ns each.
+   * When present, the pingpong scenario measures with it: timing `roundTrip()` here would add
+   * the hop to that client to every sample.
+   */
+  roundTrips?(n: number): Promise<number[]>;
 }
 
 /** A one-way stream contender: the sender in this process, the receiver in a peer process. */
 export interface StreamPeer {
   readonly name: string;
+  /** Why this peer cannot run on this machine; undefined when it can. */
+  unavailable?(): string | undefined;
   open(env: PeerEnv): Promise<StreamSession>;
 }
 

@@ -14,18 +14,33 @@ export interface Fixture extends AsyncDisposable {
   readonly info: Record<string, unknown>;
   /** Sends a command line and resolves with the rest of the reply line `<command> <rest>`. */
   ask(command: string, timeoutMs?: number): Promise<string>;
+  /** Sends a message on the IPC channel (only for a fixture spawned with `ipc`). */
+  send(message: unknown): void;
+  /** Resolves with the exit code when the child has exited (for peers that must fail waits then). */
+  readonly exited: Promise<number>;
+}
+
+/** How to spawn a fixture other than as a plain Bun script. */
+export interface FixtureOptions {
+  /** The executable running the script instead of this Bun (e.g. a `node` path); no Bun flags then. */
+  runtime?: string;
+  /** Opens Bun's IPC channel to the child (a Bun child): called with each message it sends. */
+  ipc?: (message: unknown) => void;
+  /** IPC serialization (default Bun's "advanced"). */
+  serialization?: "json" | "advanced";
 }
 
 /**
  * Spawns `bun <script> ...args` on the placement's cpu and waits for its ready line.
  * Extra Bun flags for children (for example `--cpu-prof-md`) come from BENCH_CHILD_BUN_FLAGS.
  */
-export async function spawnFixture(script: string, args: string[], placement: Placement, timeoutMs = 10_000): Promise<Fixture> {
-  const flags = (process.env.BENCH_CHILD_BUN_FLAGS ?? "").split(" ").filter(Boolean);
-  const proc = Bun.spawn([...pinPrefix(placement), process.execPath, ...flags, script, ...args], {
+export async function spawnFixture(script: string, args: string[], placement: Placement, timeoutMs = 10_000, options: FixtureOptions = {}): Promise<Fixture> {
+  const flags = options.runtime ? [] : (process.env.BENCH_CHILD_BUN_FLAGS ?? "").split(" ").filter(Boolean);
+  const proc = Bun.spawn([...pinPrefix(placement), options.runtime ?? process.execPath, ...flags, script, ...args], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "inherit",
+    ...(options.ipc && { ipc: options.ipc, serialization: options.serialization ?? "advanced" }),
   });
   const forget = onExit(() => proc.kill("SIGKILL"));
   proc.exited.then(forget);
@@ -48,10 +63,15 @@ export async function spawnFixture(script: string, args: string[], placement: Pl
     return {
       pid: proc.pid,
       info: JSON.parse(ready || "{}"),
+      exited: proc.exited,
       ask(command, askTimeoutMs = 10_000) {
         proc.stdin.write(`${command}\n`);
         proc.stdin.flush();
         return lines.next(command, askTimeoutMs);
+      },
+      send(message) {
+        if (!options.ipc) throw new Error("fixture was spawned without an IPC channel");
+        proc.send(message);
       },
       [Symbol.asyncDispose]: dispose,
     };

@@ -1,0 +1,43 @@
+/**
+ * The peers a user would pick instead of hermes-mesh, measured in the same run as hermes and
+ * the raw baseline: Bun IPC, Node's child_process IPC, NATS (core, nats.js) and Redis Streams
+ * (consumer group). A peer whose server or runtime is missing on this machine is left out with
+ * one note saying why, and the rest of the scenario runs.
+ */
+import { bunIpcEcho } from "./bun-ipc-echo.ts";
+import { bunIpcStream } from "./bun-ipc-stream.ts";
+import { natsRequest, natsStream } from "./nats.ts";
+import { nodeIpcEcho, nodeIpcStream } from "./node-ipc.ts";
+import { redisRequest, redisStream } from "./redis.ts";
+import type { RoundTripPeer, StreamPeer } from "./types.ts";
+
+/** Round-trip peers for the pingpong scenario. */
+export const ROUND_TRIP_PEERS: readonly RoundTripPeer[] = [bunIpcEcho, nodeIpcEcho, natsRequest, redisRequest];
+
+/** Stream peers for the stream scenario: the IPC channels one message per send and in arrays of 256. */
+export const STREAM_PEERS: readonly StreamPeer[] = [bunIpcStream(1), bunIpcStream(256), nodeIpcStream(1), nodeIpcStream(256), natsStream, redisStream];
+
+/**
+ * The peers that can run here, and one note for each that cannot.
+ *
+ * @example
+ * const { peers, notes } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
+ */
+export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string): { peers: P[]; notes: string[] } {
+  const notes: string[] = [];
+  const kept = peers.filter((peer) => {
+    const reason = peer.unavailable?.();
+    if (reason) notes.push(`${scenario}: ${peer.name} skipped: ${reason}`);
+    return !reason;
+  });
+  return { peers: kept, notes };
+}
+
+/**
+ * One line comparing each contender with hermes on one placement, as ratios:
+ * "pingpong same core p50 against hermes request (21.0 us): Bun IPC 0.62x, NATS request 5.10x".
+ */
+export function versusHermes(scenario: string, placement: string, what: string, hermes: { name: string; value: number; text: string }, others: ReadonlyArray<{ name: string; value: number }>): string {
+  const ratios = others.map((o) => `${o.name} ${hermes.value > 0 ? (o.value / hermes.value).toFixed(2) : "?"}x`);
+  return `${scenario}: ${placement} ${what} against ${hermes.name} (${hermes.text}): ${ratios.join(", ")}`;
+}
