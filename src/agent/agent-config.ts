@@ -1,0 +1,102 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parseDocument } from "yaml";
+import { z } from "zod";
+import { ErrorCode } from "../protocol/error-codes.ts";
+import { HermesError } from "../protocol/hermes-error.ts";
+
+/** One agent of an agents file: who it is, how it thinks, what it may use. */
+export const AgentConfigSchema = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9_-]*$/, "a name matching [a-z][a-z0-9_-]*"),
+  capabilities: z.array(z.string()).default([]),
+  system_prompt: z.string().min(1),
+  /** Model name sent to the provider (e.g. gpt-4o-mini), or a script name for the scripted provider. */
+  model: z.string().min(1),
+  temperature: z.number().min(0).max(2).default(0.2),
+  /** Tools the agent may call (names in the tool registry); anything else is refused. */
+  tools: z.array(z.string()).default([]),
+  /** Steps (model calls) before the loop gives up. */
+  max_steps: z.int().min(1).max(50).default(8),
+  /** Short-term memory per context: messages kept, and how many stay verbatim after a summary. */
+  memory: z.strictObject({ limit: z.int().min(4).max(1000).default(50), keep: z.int().min(1).max(500).default(20) }).prefault({}),
+  /** Long-term facts recalled into the prompt (namespace; 0 to recall none). */
+  recall: z.strictObject({ namespace: z.string().min(1).optional(), limit: z.int().min(0).max(50).default(3) }).prefault({}),
+});
+export type AgentConfig = z.output<typeof AgentConfigSchema>;
+
+/** An agents file: the provider and its settings, and the agents. */
+export const AgentsFileSchema = z.strictObject({
+  provider: z.strictObject({
+    /** `scripted` runs offline from `script`; `openai` calls an OpenAI-compatible endpoint. */
+    kind: z.enum(["scripted", "openai"]).default("scripted"),
+    /** Scripted provider: the script file (relative to the agents file). */
+    script: z.string().optional(),
+    /** OpenAI provider: base URL (default $OPENAI_BASE_URL), the env var holding the key (default OPENAI_API_KEY), timeout. */
+    base_url: z.string().url().optional(),
+    api_key_env: z.string().default("OPENAI_API_KEY"),
+    timeout_ms: z.int().min(100).default(60_000),
+  }).prefault({}),
+  /** Directory the file tools may touch (relative to the agents file). */
+  sandbox: z.string().default("./sandbox"),
+  /** Origins the http_fetch tool may reach. */
+  http_allow: z.array(z.string()).default([]),
+  agents: z.array(AgentConfigSchema).min(1),
+});
+export type AgentsFile = z.output<typeof AgentsFileSchema> & { path: string };
+
+/**
+ * Reads and checks an agents file (YAML). Errors are HermesError code 2 naming the file, line
+ * and field: `agents.yaml:7:5: agents[1].temperature: expected a number from 0 to 2`.
+ *
+ * @example
+ * const file = loadAgentsFile("actors/agents.yaml");
+ * const coder = agentByName(file, "coder");
+ */
+export function loadAgentsFile(path: string): AgentsFile {
+  const absolute = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(absolute, "utf8");
+  } catch (error) {
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `cannot read agents file ${absolute}: ${(error as Error).message}`, { reason: "unreadable", expected: "a YAML agents file" });
+  }
+  const document = parseDocument(text, { prettyErrors: false });
+  if (document.errors.length > 0) {
+    const e = document.errors[0]!;
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `${absolute}:${e.linePos?.[0]?.line ?? 0}:${e.linePos?.[0]?.col ?? 0}: ${e.message}`, { reason: e.message, expected: "valid YAML" });
+  }
+  const result = AgentsFileSchema.safeParse(document.toJS());
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => {
+      const node = document.getIn(issue.path as Array<string | number>, true) as { range?: [number, number] } | undefined;
+      const at = node?.range ? lineCol(text, node.range[0]) : "1:1";
+      return `${absolute}:${at}: ${issue.path.join(".") || "(file)"}: ${issue.message}`;
+    });
+    throw new HermesError(ErrorCode.INVALID_REQUEST, lines.join("\n"), { reason: lines[0], expected: "an agents file (docs/agents.md)" });
+  }
+  const names = new Set<string>();
+  for (const agent of result.data.agents) {
+    if (names.has(agent.name)) throw new HermesError(ErrorCode.INVALID_REQUEST, `${absolute}: agent '${agent.name}' is defined twice`, { reason: "duplicate agent" });
+    names.add(agent.name);
+  }
+  const base = dirname(absolute);
+  return {
+    ...result.data,
+    path: absolute,
+    sandbox: resolve(base, result.data.sandbox),
+    provider: { ...result.data.provider, ...(result.data.provider.script && { script: resolve(base, result.data.provider.script) }) },
+  };
+}
+
+/** The agent named `name`; code 8 listing the known ones when there is none. */
+export function agentByName(file: AgentsFile, name: string): AgentConfig {
+  const agent = file.agents.find((a) => a.name === name);
+  if (!agent) throw new HermesError(ErrorCode.UNROUTABLE, `${file.path} defines no agent '${name}'`, { target: name, known: file.agents.map((a) => a.name) });
+  return agent;
+}
+
+function lineCol(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split("\n").length;
+  return `${line}:${offset - before.lastIndexOf("\n")}`;
+}
