@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { RequestChannel } from "../../mesh/request-channel.ts";
 import { dial } from "../../mesh/transport.ts";
 import { spawnFixture } from "../lib/child.ts";
-import { PAYLOAD_128 } from "../lib/payload.ts";
+import { PAYLOAD_128, payloadOf } from "../lib/payload.ts";
 import type { PeerEnv, RoundTripPeer, RoundTripSession } from "./types.ts";
 
 const FIXTURE = join(import.meta.dir, "../fixtures/hermes-echo-fixture.ts");
@@ -26,6 +26,12 @@ export const hermesRequest: RoundTripPeer = {
       return {
         async roundTrip() {
           await channel.request(route, PAYLOAD_128, options);
+        },
+        sized(payloadBytes) {
+          const payload = payloadOf(payloadBytes);
+          return async () => {
+            await channel.request(route, payload, options);
+          };
         },
         async [Symbol.asyncDispose]() {
           try {

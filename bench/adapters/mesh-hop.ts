@@ -44,8 +44,8 @@ export const meshHop: SampledRoundTripPeer = {
       const before = rss();
       let hops = 0;
       return {
-        async roundTrips(n) {
-          const reply = await client.request("pinger", { n }, { timeoutMs: BATCH_TIMEOUT_MS });
+        async roundTrips(n, payloadBytes = 128) {
+          const reply = await client.request("pinger", { n, bytes: payloadBytes }, { timeoutMs: BATCH_TIMEOUT_MS });
           const samples = reply.payload.samples;
           if (!Array.isArray(samples) || samples.length !== n) throw new Error(`pinger answered ${Array.isArray(samples) ? samples.length : "no"} samples for ${n} round trips`);
           hops += n;

@@ -30,6 +30,11 @@ export interface RoundTripSession extends AsyncDisposable {
   /** One request and its whole answer (128 bytes of payload each way). */
   roundTrip(): Promise<void>;
   /**
+   * Optional: a round trip carrying `payloadBytes` of payload each way (the payload built
+   * once, here). Contenders that have it take part in the hop scenario's payload sweep.
+   */
+  sized?(payloadBytes: number): () => Promise<void>;
+  /**
    * For a client that cannot live in this process (Node's child_process IPC needs a Node
    * parent): `n` sequential 128-byte round trips timed by that client itself, in ns each.
    * When present, the pingpong scenario measures with it: timing `roundTrip()` here would add
@@ -65,8 +70,46 @@ export interface SampledRoundTripPeer {
 }
 
 export interface SampledRoundTripSession extends AsyncDisposable {
-  /** `n` sequential round trips; resolves with the latency of each, in nanoseconds. */
-  roundTrips(n: number): Promise<number[]>;
+  /** `n` sequential round trips of `payloadBytes` (default 128); resolves with the latency of each, in nanoseconds. */
+  roundTrips(n: number, payloadBytes?: number): Promise<number[]>;
   /** A remark on the peer after the run (its memory, say), for the scenario's notes. */
   note?(): string;
+}
+
+/**
+ * A ring of processes for the chain scenario: a message leaves the ring's start, visits
+ * members 1 .. hops-1 in order and comes back to the start, `hops` hops in all.
+ */
+export interface RingPeer {
+  readonly name: string;
+  /** A ring of `size` members (the start included), every member on this process's cpus. */
+  open(env: { dir: string; size: number }): Promise<RingSession>;
+}
+
+export interface RingSession extends AsyncDisposable {
+  /** Pid of each member, by position (0 = the start: this process, for a ring driven from here). */
+  readonly pids: readonly number[];
+  /** `n` sequential trips of `hops` hops; the time of each in ns and the hop count each came back with. */
+  trips(n: number, hops: number): Promise<{ samples: number[]; hopsSeen: number[] }>;
+  /** Messages each member forwarded so far, by position (the start forwards none). */
+  forwarded(): Promise<number[]>;
+}
+
+/** Fan-out: one publisher, up to `size` subscribers, each its own process. */
+export interface FanoutPeer {
+  readonly name: string;
+  open(env: { dir: string; size: number }): Promise<FanoutSession>;
+}
+
+export interface FanoutSession extends AsyncDisposable {
+  /** Pid of the publisher (this process, for a fan-out driven from here), then of each subscriber. */
+  readonly pids: readonly number[];
+  /**
+   * `n` sequential publications to the first `subscribers`, each waited for until all reported
+   * back: per publication, ns to the last arrival (machine-wide clock) and to the last report;
+   * reports from a subscriber that had reported already; who reported the last publication.
+   */
+  latency(n: number, subscribers: number): Promise<{ delivered: number[]; reported: number[]; duplicates: number; reporters: string[] }>;
+  /** `k` publications back to back to the first `subscribers`: ns until every one reported the last, and each one's count. */
+  burst(k: number, subscribers: number): Promise<{ ns: number; counts: number[] }>;
 }

@@ -18,6 +18,9 @@ export interface LatencySummary {
 /** The percentiles the harness reports, as [summary key, percentile]. */
 export const PERCENTILES = [["p50", 50], ["p90", 90], ["p99", 99], ["p999", 99.9]] as const;
 
+/** The percentiles of a latency curve (chart): dense in the tail, where the distributions differ. */
+export const CURVE_PERCENTILES = [0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100] as const;
+
 /** Slowest value tracked: one minute, in ns. Larger samples are clamped and still counted. */
 const HIGHEST_NS = 60_000_000_000;
 
@@ -39,6 +42,21 @@ export class LatencyHistogram {
 
   get count(): number {
     return this.#h.totalCount;
+  }
+
+  /**
+   * The latency curve: [percentile, microseconds] at CURVE_PERCENTILES (100 is the max),
+   * only as far into the tail as the samples reach (p99.99 needs 10,000 of them). Empty when empty.
+   */
+  curve(): Array<[number, number]> {
+    const h = this.#h;
+    if (h.totalCount === 0) return [];
+    const points: Array<[number, number]> = [];
+    for (const p of CURVE_PERCENTILES) {
+      if (p > 0 && p < 100 && h.totalCount * (1 - p / 100) < 1) continue;
+      points.push([p, (p === 100 ? h.maxValue : p === 0 ? h.minNonZeroValue : h.getValueAtPercentile(p)) / 1000]);
+    }
+    return points;
   }
 
   /** Percentiles in microseconds (all 0 when empty). */

@@ -77,6 +77,16 @@ export function pinProcess(pid: number, placement: Placement): boolean {
   return Bun.spawnSync([path, "-a", "-p", "-c", String(placement.childCpu), String(pid)], { stdout: "ignore" }).exitCode === 0;
 }
 
+/**
+ * Pins every thread of a running process to a cpu or cpu list ("1", "0-1"); false without
+ * taskset or when it failed. For scenarios that move their processes between placements.
+ */
+export function pinPid(pid: number, cpus: number | string): boolean {
+  const path = taskset();
+  if (!path) return false;
+  return Bun.spawnSync([path, "-a", "-p", "-c", String(cpus), String(pid)], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+}
+
 /** The cpu list a process is allowed to run on ("0", "0-1"), from /proc; undefined off Linux. */
 export function allowedCpus(pid: number): string | undefined {
   try {

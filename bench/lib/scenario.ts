@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onExit } from "./cleanup.ts";
+import type { Chart } from "./chart-data.ts";
 import type { Figure } from "./report.ts";
 
 /** How long and how often a scenario measures. */
@@ -21,6 +22,8 @@ export interface ScenarioResult {
   notes: string[];
   /** Per-round measurements, kept in the JSON output. */
   rounds?: unknown;
+  /** Charts the scenario describes itself (full latency curves, growth); others are derived from the figures. */
+  charts?: Chart[];
 }
 
 export interface Scenario {
