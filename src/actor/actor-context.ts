@@ -20,6 +20,8 @@ export interface InitContext {
   readonly log: Logger;
   /** The actor's key-value state (durable actors: committed with each handled message). */
   readonly store: ActorStore;
+  /** Writes an event line (e.g. a tool call) to this actor's JSON Lines log, with the trace ids in a handler. */
+  record(event: Record<string, unknown> & { event: string }): void;
   /** Sends a request and resolves with the response payload; rejects with a HermesError. */
   request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Payload>;
   /** Sends an event to one destination (no answer). */
@@ -54,6 +56,8 @@ interface Identity {
   instance: number;
   log: Logger;
   store: ActorStore;
+  /** The actor's event log writer (a no-op when event logs are off). */
+  record: (event: Record<string, unknown> & { event: string }) => void;
 }
 
 /** In a durable actor, the messages a handler call sends wait here for its commit. */
@@ -95,6 +99,7 @@ export function handlerContext<State>(
   let log: Logger | undefined;
   return {
     ...identity,
+    record: (event) => identity.record({ trace_id: envelope.trace_id, message_id: envelope.message_id, ...event }),
     // Bound on first use: most calls never log, and a logger per call showed in profiles.
     get log() {
       return (log ??= identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id }));

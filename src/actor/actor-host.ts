@@ -44,6 +44,8 @@ function openDurableStore(options: ActorHostOptions): DurableStore {
 export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const address = actorAddress(options.name, options.instance, options.pool);
   const log = createLogger({ actor: address, pid: process.pid });
+  // Modules may keep files next to the mesh (facts, sandboxes): they find it here.
+  process.env.HERMES_MESH_DIR = options.dir;
   const definition = await loadDefinition(options.module);
   const registry = new Registry();
   const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;

@@ -49,7 +49,7 @@ export class ActorRuntime<State = unknown> {
   #mailbox = new Mailbox<Work>();
   #running = 0;
   #state!: State;
-  #identity: { name: string; address: string; instance: number; log: Logger; store: ActorStore };
+  #identity: { name: string; address: string; instance: number; log: Logger; store: ActorStore; record: (event: Record<string, unknown> & { event: string }) => void };
   #durable: DurableStore | undefined;
   #events: EventLog | undefined;
   #metrics = new ActorMetrics();
@@ -64,7 +64,15 @@ export class ActorRuntime<State = unknown> {
     this.concurrency = options.concurrency ?? definition.concurrency ?? 1;
     this.#durable = options.durable;
     this.#events = options.events;
-    this.#identity = { name: options.name, address: options.address, instance: options.instance, log: options.log, store: options.durable ?? memoryStore() };
+    const events = options.events;
+    this.#identity = {
+      name: options.name,
+      address: options.address,
+      instance: options.instance,
+      log: options.log,
+      store: options.durable ?? memoryStore(),
+      record: (event) => events?.write(event),
+    };
   }
 
   /** The mesh node (for routing updates and stats). */
