@@ -45,6 +45,8 @@ export interface ChatRequest {
   signal?: AbortSignal;
   /** For token and cost accounting per trace. */
   trace_id?: string;
+  /** The agent asking (its name), so one scripted model can answer several agents by name. */
+  agent?: string;
 }
 
 /** Tokens one call used. */
