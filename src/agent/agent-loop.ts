@@ -86,6 +86,7 @@ export async function runAgent(
       temperature: config.temperature,
       signal: task.signal,
       trace_id: task.trace_id,
+      agent: config.name,
     });
     usage.prompt_tokens += response.usage.prompt_tokens;
     usage.completion_tokens += response.usage.completion_tokens;
