@@ -3,11 +3,16 @@
  * transport benchmarks and prints every figure next to the baseline measured in the same run.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
 import { footprintScenario } from "./footprint.bench.ts";
 import { hopScenario } from "./hop.bench.ts";
+import { chainScenario } from "./chain.bench.ts";
+import { faninScenario } from "./fanin.bench.ts";
+import { fanoutScenario } from "./fanout.bench.ts";
+import { openloopScenario } from "./openloop.bench.ts";
+import { scenarioCharts, writeCharts } from "./lib/charts.ts";
 import { watchInterference, type Interference } from "./lib/interference.ts";
 import { availablePlacements, pinSelf } from "./lib/placement.ts";
 import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
@@ -16,7 +21,7 @@ import { pingpongScenario } from "./pingpong.bench.ts";
 import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
-const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, hopScenario, restartScenario, footprintScenario];
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario];
 
 /** Measured seconds and rounds per scenario: [full, quick]. */
 const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
@@ -24,6 +29,11 @@ const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, num
   pingpong: { seconds: [12, 3], rounds: [10, 4] },
   stream: { seconds: [12, 3], rounds: [5, 3] },
   hop: { seconds: [12, 3], rounds: [10, 4] },
+  fanin: { seconds: [12, 1.5], rounds: [4, 2] },
+  chain: { seconds: [12, 1.5], rounds: [5, 2] },
+  fanout: { seconds: [12, 1.5], rounds: [5, 2] },
+  // openloop: split over its offered rates and contenders (quick: cross core only)
+  openloop: { seconds: [30, 2], rounds: [3, 1] },
   // restart: the time of the kills and the steady traffic between them (sets their spacing)
   restart: { seconds: [30, 4], rounds: [4, 2] },
   // footprint: the actors' idle time before their memory is read (start-ups take what they take)
@@ -37,10 +47,11 @@ ${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
 
 Options:
   --quick          short warm-ups and runs (about 30 s for all of them)
-  --json <file>    also write every figure, per-round data and the machine details as JSON
-  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, hop 12,
-                   restart 30, footprint 1 = idle time before memory is read;
-                   quick: 1.5, 3, 3, 3, 4, 0.3)
+  --json <file>    also write every figure, per-round data, charts and the machine details as JSON
+  --charts <dir>   where the SVG (and PNG) charts go (default bench/results)
+  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, fanin 12,
+                   hop 12, chain 12, fanout 12, openloop 30, restart 30, footprint 1 = idle time
+                   before memory is read; quick: 1.5, 3, 3, 1.5, 3, 1.5, 1.5, 2, 4, 0.3)
   -h, --help       show this help
 
 Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
@@ -61,7 +72,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({
       args: argv,
-      options: { quick: { type: "boolean" }, json: { type: "string" }, duration: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { quick: { type: "boolean" }, json: { type: "string" }, charts: { type: "string" }, duration: { type: "string" }, help: { type: "boolean", short: "h" } },
       allowPositionals: true,
       strict: true,
     });
@@ -84,6 +95,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   }
   const chosen = positionals.length > 0 ? SCENARIOS.filter((s) => positionals.includes(s.name)) : SCENARIOS;
   const quick = values.quick === true;
+  const startedAt = performance.now();
   const machine = machineInfo();
   console.log(formatMachine(machine));
   const placementNote = availablePlacements().note;
@@ -121,15 +133,26 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   for (const note of Object.values(results).flatMap((r) => r.notes)) console.log(`note: ${note}`);
   for (const failure of failures) console.error(`FAILED ${failure}`);
   console.log(formatMachine(machine));
+  const chartsOf = new Map(scenarioCharts({ figures, scenarios: results }));
+  const report = {
+    command: ["hermes-mesh", "bench", ...argv].join(" "),
+    machine,
+    quick,
+    seconds: (performance.now() - startedAt) / 1000,
+    figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
+    scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, interference: interference[name], rounds: r.rounds, charts: chartsOf.get(name) ?? [] }])),
+    failures,
+  };
+  // Charts of every run (bench/results is git-ignored; docs/bench-results keeps the last full run).
+  const chartDir = values.charts ?? join(import.meta.dir, "results");
+  try {
+    const { files, note } = await writeCharts(report, chartDir);
+    console.log(`charts: ${files.length} files in ${chartDir}${note ? ` (${note})` : ""}`);
+  } catch (error) {
+    console.error(`charts not written: ${(error as Error).message}`);
+  }
+  console.log(`bench took ${report.seconds.toFixed(1)} s`);
   if (values.json) {
-    const report = {
-      command: ["hermes-mesh", "bench", ...argv].join(" "),
-      machine,
-      quick,
-      figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
-      scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, interference: interference[name], rounds: r.rounds }])),
-      failures,
-    };
     mkdirSync(dirname(values.json), { recursive: true });
     writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`wrote ${values.json}`);

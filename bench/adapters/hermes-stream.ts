@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { createCodec } from "../../src/protocol/codec.ts";
 import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import type { Connection } from "../../mesh/connection.ts";
 import { dial } from "../../mesh/transport.ts";
 import { spawnFixture } from "../lib/child.ts";
 import { PAYLOAD_128 } from "../lib/payload.ts";
@@ -15,6 +16,30 @@ import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
 
 const FIXTURE = join(import.meta.dir, "../fixtures/hermes-sink-fixture.ts");
 const ROUTE = { target_agent: "sink" };
+
+/**
+ * Sends `n` event envelopes with a 128-byte payload on `connection` and resolves once the
+ * receiver acknowledged every one; the backlog is kept between two marks deep enough that
+ * credit (the receiver's `window`) never waits for the sender. Also used by the fan-in
+ * scenario's sender processes.
+ */
+export async function sendBurst(connection: Connection, n: number, window: number, source = "bench-sender"): Promise<void> {
+  const highWater = Math.max(4 * window, 16_384);
+  const lowWater = highWater >> 1;
+  let sent = 0;
+  while (sent < n) {
+    const batch = Math.min(highWater - connection.backlogged, n - sent);
+    for (let i = 0; i < batch; i++) connection.send(createEvent(source, ROUTE, PAYLOAD_128));
+    sent += batch;
+    if (sent < n && connection.backlogged > lowWater) {
+      await connection.whenWritable(lowWater);
+      if (!connection.isOpen) throw new Error("hermes stream: connection closed mid-burst");
+    }
+  }
+  if (!(await connection.whenAcknowledged(60_000))) {
+    throw new Error(`hermes stream: ${connection.inFlight + connection.backlogged} envelopes unacknowledged after 60 s`);
+  }
+}
 
 /** The hermes stream with the receiver granting `window` credits. */
 export function hermesStream(window: number): StreamPeer {
@@ -25,26 +50,9 @@ export function hermesStream(window: number): StreamPeer {
       const fixture = await spawnFixture(FIXTURE, [path, String(window)], placement);
       try {
         const connection = await dial({ path }, { node: "bench-sender" });
-        // Keep the backlog between these marks: deep enough that credit never waits for us.
-        const highWater = Math.max(4 * window, 16_384);
-        const lowWater = highWater >> 1;
         return {
           frameBytes: steadyFrameBytes(connection.codec),
-          async send(n) {
-            let sent = 0;
-            while (sent < n) {
-              const batch = Math.min(highWater - connection.backlogged, n - sent);
-              for (let i = 0; i < batch; i++) connection.send(createEvent("bench-sender", ROUTE, PAYLOAD_128));
-              sent += batch;
-              if (sent < n && connection.backlogged > lowWater) {
-                await connection.whenWritable(lowWater);
-                if (!connection.isOpen) throw new Error("hermes stream: connection closed mid-burst");
-              }
-            }
-            if (!(await connection.whenAcknowledged(60_000))) {
-              throw new Error(`hermes stream: ${connection.inFlight + connection.backlogged} envelopes unacknowledged after 60 s`);
-            }
-          },
+          send: (n) => sendBurst(connection, n, window),
           async received() {
             return Number(await fixture.ask("count"));
           },

@@ -7,9 +7,12 @@
  * baseline's does (this process and the pinger both wait on cpu 0).
  */
 import { allowedCpus, pinProcess, type Placement } from "../lib/placement.ts";
-import { startBenchMesh } from "../lib/mesh.ts";
+import type { MeshClient } from "../../src/actor/connect-mesh.ts";
+import { LatencyHistogram } from "../lib/histogram.ts";
+import { startBenchMesh, type BenchMesh } from "../lib/mesh.ts";
+import type { OpenLoopResult } from "../lib/open-loop.ts";
 import { processMemory } from "../lib/proc-memory.ts";
-import type { PeerEnv, SampledRoundTripPeer } from "./types.ts";
+import type { OpenLoopPeer, OpenLoopSession, PeerEnv, SampledRoundTripPeer } from "./types.ts";
 
 /** The mesh: pinger first (children start in order), then the echo it calls. */
 export function hopMeshYaml(name: string): string {
@@ -24,22 +27,32 @@ supervisor:
 /** Harness-side patience per batch: generous, the pinger reports its own timings. */
 const BATCH_TIMEOUT_MS = 120_000;
 
+/** The hop mesh on its placement: both actors on cpu 0, the echo moved to the child cpu for cross core; checked in /proc. */
+async function openHopMesh(placement: Placement): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+  const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}-${Math.random().toString(36).slice(2, 6)}`));
+  try {
+    if (placement.childCpu !== undefined && placement.childCpu !== 0) {
+      if (!pinProcess(mesh.pid("echo"), placement)) throw new Error(`could not pin the echo actor to cpu ${placement.childCpu}`);
+    }
+    // Checked, not assumed: each actor runs where the placement says (it inherited cpu 0 or was moved).
+    if (placement.childCpu !== undefined) {
+      const where = { pinger: allowedCpus(mesh.pid("pinger")), echo: allowedCpus(mesh.pid("echo")) };
+      if (where.pinger !== "0" || where.echo !== String(placement.childCpu)) {
+        throw new Error(`actor placement is pinger on cpus ${where.pinger}, echo on ${where.echo}; expected 0 and ${placement.childCpu}`);
+      }
+    }
+    return { mesh, client: await mesh.client() };
+  } catch (error) {
+    await mesh[Symbol.asyncDispose]();
+    throw error;
+  }
+}
+
 export const meshHop: SampledRoundTripPeer = {
   name: "actor hop",
   async open({ placement }: PeerEnv) {
-    const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}`));
+    const { mesh, client } = await openHopMesh(placement);
     try {
-      if (placement.childCpu !== undefined && placement.childCpu !== 0) {
-        if (!pinProcess(mesh.pid("echo"), placement)) throw new Error(`could not pin the echo actor to cpu ${placement.childCpu}`);
-      }
-      // Checked, not assumed: each actor runs where the placement says (it inherited cpu 0 or was moved).
-      if (placement.childCpu !== undefined) {
-        const where = { pinger: allowedCpus(mesh.pid("pinger")), echo: allowedCpus(mesh.pid("echo")) };
-        if (where.pinger !== "0" || where.echo !== String(placement.childCpu)) {
-          throw new Error(`actor placement is pinger on cpus ${where.pinger}, echo on ${where.echo}; expected 0 and ${placement.childCpu}`);
-        }
-      }
-      const client = await mesh.client();
       const rss = () => ({ pinger: processMemory(mesh.pid("pinger")).rss, echo: processMemory(mesh.pid("echo")).rss });
       const before = rss();
       let hops = 0;
@@ -67,3 +80,30 @@ export const meshHop: SampledRoundTripPeer = {
 function slug(placement: Placement): string {
   return placement.name.replace(/[^a-z0-9]+/g, "-");
 }
+
+/**
+ * The actor hop under open-loop load: the pinger runs the schedule itself (bench/lib/open-loop.ts)
+ * against the echo actor and sends back its histograms. The pinger needs a concurrency of 1
+ * only: its one handler keeps many requests outstanding.
+ */
+export const meshOpenLoop: OpenLoopPeer = {
+  name: "actor hop",
+  async open(env: PeerEnv): Promise<OpenLoopSession> {
+    const { mesh, client } = await openHopMesh(env.placement);
+    return {
+      async run(spec) {
+        const r = (await client.request("pinger", { op: "open", rate: spec.rate, durationMs: spec.durationMs }, { timeoutMs: BATCH_TIMEOUT_MS })).payload as Record<string, unknown>;
+        return {
+          ...(r as unknown as OpenLoopResult),
+          fromScheduled: LatencyHistogram.decode(String(r.fromScheduled)),
+          fromSent: LatencyHistogram.decode(String(r.fromSent)),
+          sendLag: LatencyHistogram.decode(String(r.sendLag)),
+        };
+      },
+      async closedLoop(concurrency, ms) {
+        return Number((await client.request("pinger", { op: "closed", concurrency, ms }, { timeoutMs: BATCH_TIMEOUT_MS })).payload.rate);
+      },
+      [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+    };
+  },
+};

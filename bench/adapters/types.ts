@@ -113,3 +113,33 @@ export interface FanoutSession extends AsyncDisposable {
   /** `k` publications back to back to the first `subscribers`: ns until every one reported the last, and each one's count. */
   burst(k: number, subscribers: number): Promise<{ ns: number; counts: number[] }>;
 }
+
+/** Fan-in: up to `senders` sender processes streaming to one receiver process. */
+export interface FaninPeer {
+  readonly name: string;
+  open(env: { dir: string; senders: number }): Promise<FaninSession>;
+}
+
+export interface FaninSession extends AsyncDisposable {
+  /** Pid of the receiver, then of each sender. */
+  readonly pids: readonly number[];
+  /** Bytes one message occupies on the wire (frame header included). */
+  readonly frameBytes: number;
+  /** Each of the first `senders` senders sends `n` messages at once; resolves when the receiver acknowledged them all. */
+  burst(n: number, senders: number): Promise<void>;
+  /** Messages the receiver counted so far, from every sender. */
+  received(): Promise<number>;
+}
+
+/** An open-loop contender: requests on a fixed schedule, answered concurrently (bench/lib/open-loop.ts). */
+export interface OpenLoopPeer {
+  readonly name: string;
+  open(env: PeerEnv): Promise<OpenLoopSession>;
+}
+
+export interface OpenLoopSession extends AsyncDisposable {
+  /** One run at a fixed offered rate, measured where the requests are sent. */
+  run(spec: import("../lib/open-loop.ts").OpenLoopSpec): Promise<import("../lib/open-loop.ts").OpenLoopResult>;
+  /** Answers per second with `concurrency` requests kept outstanding for `ms`. */
+  closedLoop(concurrency: number, ms: number): Promise<number>;
+}

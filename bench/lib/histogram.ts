@@ -33,7 +33,24 @@ const HIGHEST_NS = 60_000_000_000;
  * h.summary().p99; // microseconds
  */
 export class LatencyHistogram {
-  #h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_NS, numberOfSignificantValueDigits: 3 });
+  #h: hdr.Histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_NS, numberOfSignificantValueDigits: 3 });
+
+  /** A histogram from `encode()`'s text (one recorded in another process). */
+  static decode(text: string): LatencyHistogram {
+    const h = new LatencyHistogram();
+    h.#h = hdr.decodeFromCompressedBase64(text);
+    return h;
+  }
+
+  /** The histogram as compressed base64 text (HdrHistogram's own encoding), to send to another process. */
+  encode(): string {
+    return hdr.encodeIntoCompressedBase64(this.#h);
+  }
+
+  /** Adds every sample of `other` (rounds of the same measurement). */
+  add(other: LatencyHistogram): void {
+    this.#h.add(other.#h);
+  }
 
   /** Records one sample in nanoseconds. */
   record(ns: number): void {
