@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { z } from "zod";
 import { ErrorCode } from "../protocol/error-codes.ts";
@@ -35,9 +36,11 @@ export const AgentsFileSchema = z.strictObject({
     base_url: z.string().url().optional(),
     api_key_env: z.string().default("OPENAI_API_KEY"),
     timeout_ms: z.int().min(100).default(60_000),
+    /** Scripted provider: milliseconds each model call takes (simulated latency for demos and load tests). */
+    latency_ms: z.int().min(0).max(600_000).default(0),
   }).prefault({}),
-  /** Directory the file tools may touch (relative to the agents file). */
-  sandbox: z.string().default("./sandbox"),
+  /** Directory the file tools may touch: relative to the agents file, or under the running mesh's directory with `{mesh}/...`. */
+  sandbox: z.string().default("{mesh}/sandbox"),
   /** Origins the http_fetch tool may reach. */
   http_allow: z.array(z.string()).default([]),
   agents: z.array(AgentConfigSchema).min(1),
@@ -83,7 +86,9 @@ export function loadAgentsFile(path: string): AgentsFile {
   return {
     ...result.data,
     path: absolute,
-    sandbox: resolve(base, result.data.sandbox),
+    sandbox: result.data.sandbox.startsWith("{mesh}")
+      ? join(process.env.HERMES_MESH_DIR ?? tmpdir(), result.data.sandbox.slice("{mesh}".length))
+      : resolve(base, result.data.sandbox),
     provider: { ...result.data.provider, ...(result.data.provider.script && { script: resolve(base, result.data.provider.script) }) },
   };
 }

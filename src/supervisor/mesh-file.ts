@@ -47,7 +47,8 @@ export const ActorSpecSchema = map({
   subscribe: list(Pattern).default(() => []),
   restart: oneOf(["permanent", "transient", "temporary"]).default("permanent"),
   shutdown_ms: z.union([z.int(expected(Shutdown)).min(0, expected(Shutdown)), z.literal("brutal_kill", expected(Shutdown))], expected(Shutdown)).default(5000),
-  concurrency: intIn(1, 1024).default(1),
+  // No default here: the module's own `concurrency` applies unless the mesh file sets one (then 1).
+  concurrency: intIn(1, 1024).optional(),
   durable: z.boolean(expected("true or false")).default(false),
   window: intIn(1, 1_048_576).optional(),
   env: z.record(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string(expected("a string (quote numbers and booleans)")), expected("a map")).optional(),

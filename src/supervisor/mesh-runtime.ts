@@ -160,7 +160,7 @@ function instancesOf(
     const cmd = [
       process.execPath, ctx.hostEntry,
       "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
-      "--concurrency", String(spec.concurrency),
+      ...(spec.concurrency !== undefined ? ["--concurrency", String(spec.concurrency)] : []),
       ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
       ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
     ];

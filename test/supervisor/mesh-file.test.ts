@@ -47,7 +47,7 @@ describe("valid mesh files", () => {
       backoff: { initial_ms: 10, max_ms: 1000, jitter: 0.2 },
       children: [{
         actor: "echo", module: join(dir.path, "echo.ts"), pool: 1, capabilities: [], subscribe: [],
-        restart: "permanent", shutdown_ms: 5000, concurrency: 1, durable: false,
+        restart: "permanent", shutdown_ms: 5000, durable: false,
       }],
     });
   });

@@ -1,0 +1,125 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { defineActor } from "../src/actor/define-actor.ts";
+import { agentByName, loadAgentsFile, type AgentConfig, type AgentsFile } from "../src/agent/agent-config.ts";
+import { runAgent } from "../src/agent/agent-loop.ts";
+import type { ChatMessage, ChatModel } from "../src/agent/chat-types.ts";
+import { chainToMessages, readChain } from "../src/agent/context-chain.ts";
+import { LongTermMemory } from "../src/agent/long-term-memory.ts";
+import { OpenAICompatibleModel } from "../src/agent/openai-client.ts";
+import { loadScript } from "../src/agent/script-file.ts";
+import { ScriptedModel } from "../src/agent/scripted-model.ts";
+import { ShortTermMemory } from "../src/agent/short-term-memory.ts";
+import { ToolRegistry } from "../src/agent/tool-registry.ts";
+import { builtinTools } from "../src/agent/tools/builtin-tools.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
+
+interface AgentState {
+  config: AgentConfig;
+  model: ChatModel;
+  tools: ToolRegistry;
+  memory: ShortTermMemory;
+  facts: LongTermMemory | undefined;
+}
+
+/**
+ * An LLM-driven agent as an ordinary supervised actor. Which agent it is comes from the actor's
+ * name in the mesh file, looked up in the agents file ($HERMES_AGENTS_FILE, default
+ * actors/agents.yaml): its system prompt, model, temperature and allowed tools. The provider
+ * is the scripted model (offline, deterministic) or an OpenAI-compatible endpoint, unchanged
+ * for the agent either way.
+ *
+ * Requests: `{ task, context_chain? }` runs the agent loop and answers
+ * `{ answer, steps, tool_calls, usage }`, with a progress message per step;
+ * `{ op: "remember", text, meta? }` stores a long-term fact (agents with a recall namespace).
+ */
+export default defineActor<AgentState>({
+  concurrency: Number(process.env.AGENT_CONCURRENCY ?? 16),
+  init(ctx) {
+    const file = loadAgentsFile(process.env.HERMES_AGENTS_FILE ?? join(import.meta.dir, "agents.yaml"));
+    const config = agentByName(file, ctx.name);
+    const model = modelOf(file);
+    const dataDir = join(process.env.HERMES_MESH_DIR ?? tmpdir(), "data");
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(file.sandbox, { recursive: true, mode: 0o700 });
+    return {
+      config,
+      model,
+      tools: new ToolRegistry(builtinTools({ sandboxDir: file.sandbox, allowedOrigins: file.http_allow })),
+      memory: new ShortTermMemory({ limit: config.memory.limit, keep: config.memory.keep, summarise: summariser(model, config) }),
+      facts: config.recall.namespace ? LongTermMemory.open(join(dataDir, `${ctx.name}-facts.db`)) : undefined,
+    };
+  },
+  async onRequest(request, ctx) {
+    const { config, model, tools, memory, facts } = ctx.state;
+    const p = request.payload;
+    if (p.op === "remember") {
+      if (!facts || !config.recall.namespace) throw new HermesError(ErrorCode.INVALID_REQUEST, `${config.name} has no long-term memory (recall.namespace)`, { reason: "no recall namespace" });
+      if (typeof p.text !== "string") throw new HermesError(ErrorCode.INVALID_REQUEST, "remember needs `text`", { reason: "missing text", expected: { text: "string" } });
+      return { id: facts.remember(config.recall.namespace, p.text, (p.meta as Record<string, unknown>) ?? {}) };
+    }
+    const task = p.task ?? p.request ?? p.prompt;
+    if (typeof task !== "string" || !task.trim()) {
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `${config.name} needs a \`task\` text`, { reason: "missing task", expected: { task: "string", context_chain: "optional" } });
+    }
+    const chain = readChain(p);
+    const outcome = await runAgent(config, { model, tools, memory, ...(facts && { facts }) }, {
+      content: task,
+      context_id: request.context_id ?? request.message_id,
+      trace_id: request.trace_id,
+      ...(chain && { chain: chainToMessages(chain) }),
+      signal: ctx.signal,
+      progress: (step) => ctx.progress(step),
+      onEvent: (event) => ctx.record(event),
+    });
+    return { answer: outcome.answer, steps: outcome.steps, tool_calls: outcome.tool_calls, usage: { ...outcome.usage } };
+  },
+  onStop(ctx) {
+    ctx.state.facts?.close();
+  },
+});
+
+function modelOf(file: AgentsFile): ChatModel {
+  if (file.provider.kind === "openai") {
+    return new OpenAICompatibleModel({
+      ...(file.provider.base_url && { baseUrl: file.provider.base_url }),
+      apiKey: process.env[file.provider.api_key_env] ?? "",
+      timeoutMs: file.provider.timeout_ms,
+    });
+  }
+  if (!file.provider.script) throw new HermesError(ErrorCode.INVALID_REQUEST, `${file.path}: the scripted provider needs provider.script`, { reason: "no script" });
+  const scripted = new ScriptedModel(loadScript(file.provider.script));
+  const latency = file.provider.latency_ms;
+  if (!latency) return scripted;
+  // Simulated model latency, so demos and load tests see time pass as with a real model.
+  return {
+    name: scripted.name,
+    async complete(request) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, latency);
+        request.signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(HermesError.from(request.signal!.reason ?? new Error("cancelled"), ErrorCode.TASK_TIMEOUT));
+        }, { once: true });
+      });
+      return scripted.complete(request);
+    },
+  };
+}
+
+/** Older turns of a long conversation are summarised by the agent's own model. */
+function summariser(model: ChatModel, config: AgentConfig) {
+  return async (messages: ChatMessage[], signal: AbortSignal) => {
+    const text = messages.map((m) => `${m.role}: ${m.content ?? JSON.stringify(m.tool_calls ?? [])}`).join("\n");
+    const response = await model.complete({
+      model: config.model,
+      agent: `${config.name}:summariser`,
+      messages: [{ role: "system", content: "Summarise this conversation in a few bullet points, keeping decisions and open questions." }, { role: "user", content: text }],
+      temperature: 0,
+      signal,
+    });
+    return response.message.content ?? "";
+  };
+}
