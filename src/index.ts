@@ -62,4 +62,28 @@ export { Scheduler, leastLoaded, roundRobin, weighted, type SchedulingStrategy, 
 export { TopicIndex, topicMatches, validatePattern, validateTopic } from "../mesh/topic-pattern.ts";
 export { MeshNode, type MeshNodeOptions, type MeshRequestOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
 
+// Gateway and observability.
+export { createGatewayApp, type GatewayDeps } from "./gateway/gateway-app.ts";
+export { EventLog, type LogEvent } from "./observability/event-log.ts";
+export { ActorMetrics, LATENCY_BUCKETS, type ActorStats } from "./observability/actor-metrics.ts";
+export { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "./observability/prometheus.ts";
+export { spanIdOf, traceHexOf, formatTraceparent, parseTraceparent, childTraceparent } from "./observability/trace-context.ts";
+export { readTrace, renderTrace, buildForest, type Span } from "./observability/trace-tree.ts";
+
+// Agent layer: tools, models, memory, the loop.
+export type { ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatRole, ToolCall, ToolSpec, Usage, JsonSchema } from "./agent/chat-types.ts";
+export { defineTool, ToolRegistry, DEFAULT_TOOL_TIMEOUT_MS, type ToolDefinition, type ToolContext, type ToolResult, type ToolEvent } from "./agent/tool-registry.ts";
+export { builtinTools } from "./agent/tools/builtin-tools.ts";
+export { evaluateExpression } from "./agent/calculator.ts";
+export { OpenAICompatibleModel } from "./agent/openai-client.ts";
+export { ScriptedModel, type ScriptedModelOptions, type ScriptTrack, type ScriptTurn } from "./agent/scripted-model.ts";
+export { loadScript, parseScript } from "./agent/script-file.ts";
+export { CircuitBreaker } from "./agent/circuit-breaker.ts";
+export { UsageLedger } from "./agent/usage-ledger.ts";
+export { ShortTermMemory, type Summariser } from "./agent/short-term-memory.ts";
+export { LongTermMemory, type Fact } from "./agent/long-term-memory.ts";
+export { startChain, extendChain, chainToMessages, readChain, withChain, type ContextChain } from "./agent/context-chain.ts";
+export { loadAgentsFile, agentByName, AgentConfigSchema, AgentsFileSchema, type AgentConfig, type AgentsFile } from "./agent/agent-config.ts";
+export { runAgent, type AgentTask, type AgentOutcome, type ToolBox, type ConversationMemory, type FactRecall } from "./agent/agent-loop.ts";
+
 export { VERSION } from "./version.ts";
