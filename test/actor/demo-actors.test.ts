@@ -118,9 +118,9 @@ supervisor:
   });
 });
 
-test("the example actors/mesh.yaml runs echo, the calculator and the ticker", () => {
+test("the example actors/mesh.yaml runs echo, the calculator, the ticker and the agent pipeline", () => {
   const actors = listActors(loadMeshFile(join(import.meta.dir, "../../actors/mesh.yaml")));
-  expect(actors.map((a) => a.actor)).toEqual(["echo", "calculator", "ticker"]);
+  expect(actors.map((a) => a.actor)).toEqual(["echo", "calculator", "ticker", "planner", "coder", "reviewer", "pipeline"]);
   expect(actors[1]).toMatchObject({ pool: 1, capabilities: ["calculator"] });
   expect(actors[2]!.env).toEqual({ TICK_MS: "1000" });
 });
