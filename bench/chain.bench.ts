@@ -92,7 +92,7 @@ export async function runChain(options: ScenarioOptions): Promise<ScenarioResult
       for (const { session } of sessions) place(session, placement);
       const runs: Run[] = sessions.flatMap(({ peer, session }) => hopCounts.map((hops) => ({ peer, session, hops, histogram: new LatencyHistogram(), wrongHops: 0, trips: 0 })));
       byPlacement.set(placement, runs);
-      const warmupMs = (peer: RingPeer) => (peer === meshRing ? (options.quick ? 400 : 1200) : options.quick ? 100 : 300);
+      const warmupMs = (peer: RingPeer) => (peer === meshRing ? (options.quick ? 300 : 1200) : options.quick ? 80 : 300);
       for (const { peer, session } of sessions) {
         progress(`chain: warming up ${peer.name} (${placement.name})`);
         await measureTrips({ session, hops: RING_SIZE, wrongHops: 0, trips: 0 }, warmupMs(peer), 100);

@@ -28,7 +28,7 @@ const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, num
   codec: { seconds: [6, 1.5], rounds: [5, 3] },
   pingpong: { seconds: [12, 3], rounds: [10, 4] },
   stream: { seconds: [12, 3], rounds: [5, 3] },
-  hop: { seconds: [12, 3], rounds: [10, 4] },
+  hop: { seconds: [12, 2.5], rounds: [10, 3] },
   fanin: { seconds: [12, 1.5], rounds: [4, 2] },
   chain: { seconds: [12, 1.5], rounds: [5, 2] },
   fanout: { seconds: [12, 1.5], rounds: [5, 2] },

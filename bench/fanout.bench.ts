@@ -10,7 +10,8 @@
  * (bench/adapters/mesh-fanout.ts), and this process writing each message to N raw socket
  * subscribers (bench/adapters/raw-fanout.ts), the baseline.
  * Placements: same core (everything on cpu 0), cross core (publisher and this process on
- * cpu 0, every subscriber on cpu 1). The same processes are moved between placements.
+ * cpu 0, every subscriber on cpu 1; quick: only this one). The same processes are moved
+ * between placements.
  *
  * Run alone: `bun bench/fanout.bench.ts [--quick]`.
  */
@@ -20,7 +21,7 @@ import type { FanoutPeer, FanoutSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram, median } from "./lib/histogram.ts";
 import { monoPrecise } from "./lib/mono-clock.ts";
-import { allowedCpus, availablePlacements, pinPid, pinSelf, type Placement } from "./lib/placement.ts";
+import { allowedCpus, availablePlacements, CROSS_CORE, pinPid, pinSelf, type Placement } from "./lib/placement.ts";
 import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
@@ -77,15 +78,16 @@ function place(session: FanoutSession, placement: Placement): void {
 }
 
 export async function runFanout(options: ScenarioOptions): Promise<ScenarioResult> {
-  const { placements, note } = availablePlacements();
-  const notes = note ? [`fanout: ${note}`] : [];
+  const available = availablePlacements();
+  const placements = options.quick && available.placements.includes(CROSS_CORE) ? [CROSS_CORE] : available.placements;
+  const notes = available.note ? [`fanout: ${available.note}`] : [];
   if (!monoPrecise()) notes.push("fanout: libc's clock_gettime could not be loaded: arrival times use the wall clock (microsecond agreement between processes)");
   using dir = tempDir();
   const sessions: Array<{ peer: FanoutPeer; session: FanoutSession }> = [];
   const byPlacement = new Map<Placement, Run[]>();
   // Deliveries per burst (a burst of k publications to N subscribers is k x N deliveries) and publications per latency batch.
-  const deliveries = options.quick ? 6000 : 40_000;
-  const batch = options.quick ? 40 : 200;
+  const deliveries = options.quick ? 3000 : 40_000;
+  const batch = options.quick ? 24 : 200;
   try {
     for (const peer of PEERS) {
       progress(`fanout: starting ${peer.name} with ${SIZE} subscribers`);
@@ -98,7 +100,7 @@ export async function runFanout(options: ScenarioOptions): Promise<ScenarioResul
       byPlacement.set(placement, runs);
       for (const run of runs) {
         progress(`fanout: warming up ${run.peer.name} to ${run.subscribers} (${placement.name})`);
-        await latencyBatch(run, run.peer === meshFanout ? batch * 2 : batch, false);
+        await latencyBatch(run, Math.ceil((run.peer === meshFanout && !options.quick ? 2 * batch : batch) / Math.sqrt(run.subscribers)), false);
         await burst(run, Math.ceil(deliveries / 4 / run.subscribers), false);
       }
       const sliceMs = options.durationMs / placements.length / (options.rounds * runs.length);

@@ -82,7 +82,7 @@ export async function runHop(options: ScenarioOptions): Promise<ScenarioResult> 
     }
     // The actors run much more code than the socket fixtures: their JIT workers are still
     // compiling after a short warm-up, and on one core that shows as millisecond stalls.
-    const warmupMs = (peer: SampledRoundTripPeer) => (peer === meshHop ? (options.quick ? 600 : 1500) : options.quick ? 100 : 300);
+    const warmupMs = (peer: SampledRoundTripPeer) => (peer === meshHop ? (options.quick ? 500 : 1500) : options.quick ? 80 : 300);
     for (const s of sessions) {
       progress(`hop: warming up ${s.peer.name} (${s.placement.name})`);
       await measureHops(s.session, warmupMs(s.peer));
