@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
 import { footprintScenario } from "./footprint.bench.ts";
+import { gatewayScenario } from "./gateway-load.ts";
 import { hopScenario } from "./hop.bench.ts";
 import { chainScenario } from "./chain.bench.ts";
 import { faninScenario } from "./fanin.bench.ts";
@@ -21,7 +22,7 @@ import { pingpongScenario } from "./pingpong.bench.ts";
 import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
-const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario];
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario];
 
 /** Measured seconds and rounds per scenario: [full, quick]. */
 const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
@@ -38,6 +39,8 @@ const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, num
   restart: { seconds: [30, 4], rounds: [4, 2] },
   // footprint: the actors' idle time before their memory is read (start-ups take what they take)
   footprint: { seconds: [1, 0.3], rounds: [3, 1] },
+  // gateway: one sustained load (after a warm-up of 3 s, quick 1 s); the baseline gets at most 10 s
+  gateway: { seconds: [30, 3], rounds: [1, 1] },
 };
 
 const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]
@@ -51,11 +54,11 @@ Options:
   --charts <dir>   where the SVG (and PNG) charts go (default bench/results)
   --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, fanin 12,
                    hop 12, chain 12, fanout 12, openloop 30, restart 30, footprint 1 = idle time
-                   before memory is read; quick: 1.5, 3, 3, 1.5, 3, 1.5, 1.5, 2, 4, 0.3)
+                   before memory is read, gateway 30; quick: 1.5, 3, 3, 1.5, 3, 1.5, 1.5, 2, 4, 0.3, 3)
   -h, --help       show this help
 
 Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
-"unpinned, both cores" = nothing pinned (restart, footprint: actors inherit the harness's cpus).
+"unpinned, both cores" = nothing pinned (restart, footprint, gateway: actors inherit the harness's cpus).
 pingpong and stream also measure the peers: Bun IPC, Node IPC (needs node), NATS (needs
 nats-server) and Redis Streams (needs redis-server); one whose program is missing is skipped
 with a note.`;
