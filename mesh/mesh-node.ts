@@ -49,6 +49,12 @@ export interface MeshNodeOptions {
   maxAttempts?: number;
   /** The dedupe memory (durable mode passes one backed by its store). */
   dedupe?: DedupeStore;
+  /**
+   * How each request this node sent turned out, by destination: the scheduler's success rate
+   * and latency figures (a coded answer the caller caused, like 2 or 4, counts as a success
+   * of the instance).
+   */
+  onOutcome?: (address: string, ok: boolean, latencyMs: number) => void;
   /** Every request or event this node sends, once routed (for event logs). */
   onSent?: (env: Envelope, destinations: readonly string[]) => void;
   /** A destination acknowledged an envelope this node sent (a durable outbox deletes it then). */
@@ -63,6 +69,9 @@ export interface MeshRequestOptions extends EnvelopeOptions {
 }
 
 const MAX_DEAD_LETTERS = 1000;
+
+/** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
+const FAILURE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNKNOWN, ErrorCode.TASK_TIMEOUT, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE]);
 
 /**
  * One participant of the mesh (an actor instance or a program using connectMesh): listens for
@@ -153,6 +162,15 @@ export class MeshNode {
         link.send(copy);
       }
       this.#options.onSent?.(request, destinations.map((d) => d.address));
+      const onOutcome = this.#options.onOutcome;
+      if (onOutcome && destinations.length > 0) {
+        const address = destinations[0]!.address;
+        const t0 = performance.now();
+        answer.then(
+          () => onOutcome(address, true, performance.now() - t0),
+          (error) => onOutcome(address, !FAILURE_CODES.has(HermesError.from(error).code), performance.now() - t0),
+        );
+      }
     } catch (error) {
       this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
     }
@@ -202,6 +220,12 @@ export class MeshNode {
   /** The registry says `address` is (back) up: links waiting for it try at once. */
   notifyUp(address: string): void {
     this.#links.get(address)?.notifyUp();
+  }
+
+  /** Envelopes this node has handed to `address` and not yet had acknowledged (the scheduler's local load view). */
+  inFlightTo(address: string): number {
+    const link = this.#links.get(address);
+    return link ? link.queued + link.inFlight : 0;
   }
 
   /** `address` left the mesh (a client disconnected): drop its link and whatever still waits for it. */

@@ -2,7 +2,7 @@ import { ControlClient } from "../../mesh/control-client.ts";
 import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { Scheduler } from "../../mesh/scheduler.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
@@ -48,16 +48,18 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   process.env.HERMES_MESH_DIR = options.dir;
   const definition = await loadDefinition(options.module);
   const registry = new Registry();
+  const scheduler = schedulerFromEnv();
   const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;
   const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address });
   const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
-  const runtime = new ActorRuntime(definition, {
+  const runtime: ActorRuntime<unknown> = new ActorRuntime(definition, {
     name: options.name,
     instance: options.instance,
     address,
     socketPath: actorSocketPath(options.dir, options.name, options.instance, options.pool),
     routes: registry,
-    pick: schedulerPicker(new Scheduler()),
+    pick: schedulerPicker(scheduler, (address): number => runtime.node?.inFlightTo(address) ?? 0),
+    onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
     log,
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.window !== undefined && { window: options.window }),

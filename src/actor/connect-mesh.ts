@@ -3,7 +3,7 @@ import { ControlClient } from "../../mesh/control-client.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { MeshNode, type DeadLetter, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { Scheduler } from "../../mesh/scheduler.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
 import { topicMatches } from "../../mesh/topic-pattern.ts";
 import type { EnvelopeOptions } from "../protocol/envelope-factory.ts";
 import type { Envelope, Payload } from "../protocol/envelope.ts";
@@ -51,6 +51,7 @@ export interface ConnectMeshOptions {
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
   const registry = new Registry();
+  const scheduler = schedulerFromEnv();
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
   const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
   const socketPath = join(options.dir, "clients", `${address}.sock`);
@@ -60,7 +61,8 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
       address,
       socketPath,
       routes: registry,
-      pick: schedulerPicker(new Scheduler()),
+      pick: schedulerPicker(scheduler, (address) => node?.inFlightTo(address) ?? 0),
+      onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
       ...(options.token !== undefined && { token: options.token }),
       onEvent: ({ envelope, done }) => {
         try {

@@ -13,7 +13,7 @@ import { ControlClient } from "../../mesh/control-client.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { Scheduler } from "../../mesh/scheduler.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
 import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-file.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { createGatewayApp } from "./gateway-app.ts";
@@ -35,7 +35,15 @@ async function main(): Promise<void> {
   const meshToken = process.env.HERMES_MESH_TOKEN || undefined;
   const registry = new Registry();
   const control = await ControlClient.connect({ dir, address: ADDRESS, registry, ...(meshToken && { token: meshToken }) });
-  const node = await MeshNode.start({ address: ADDRESS, routes: registry, pick: schedulerPicker(new Scheduler()), ...(meshToken && { token: meshToken }) });
+  const scheduler = schedulerFromEnv();
+  let node: MeshNode | undefined;
+  node = await MeshNode.start({
+    address: ADDRESS,
+    routes: registry,
+    pick: schedulerPicker(scheduler, (address) => node?.inFlightTo(address) ?? 0),
+    onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
+    ...(meshToken && { token: meshToken }),
+  });
   registry.onUpdate((update) => {
     if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
     if (update.type === "remove") node.forget(update.address);

@@ -110,6 +110,7 @@ export const MeshFileSchema = map({
     token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
     heartbeat_ms: intIn(10, 600_000).default(1000),
     events: z.boolean(expected("true or false")).default(true),
+    scheduler: oneOf(["least_loaded", "round_robin", "weighted"]).default("least_loaded"),
   }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),

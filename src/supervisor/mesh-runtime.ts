@@ -110,14 +110,14 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, token, options, hostEntry, events: meshFile.mesh.events })
+        ? instancesOf(child, { dir, name, registry, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
   const rootSpec = build(meshFile.supervisor, "root");
   const gatewayOptions = options.gateway ?? gatewayFromFile(meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
-  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, options, at: gatewayAt! }));
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, options, at: gatewayAt! }));
   const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
   const ended = Promise.withResolvers<string>();
@@ -152,7 +152,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 /** One supervised child per pool instance, each registered as "starting" until it reports ready. */
 function instancesOf(
   spec: ActorSpec,
-  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean },
+  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
@@ -171,6 +171,7 @@ function instancesOf(
         ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
         ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }),
         ...(!ctx.events && { HERMES_EVENTS: "0" }),
+        HERMES_SCHEDULER: ctx.scheduler,
       },
       onStdout: output,
       onStderr: output,
@@ -230,7 +231,7 @@ function gatewayFromFile(meshFile: MeshFile): GatewayOptions | undefined {
 /** The gateway as a supervised child: its own process, restarted like an actor. */
 function gatewayChild(
   gateway: GatewayOptions,
-  ctx: { dir: string; name: string; token: string | undefined; events: boolean; options: StartMeshOptions; at: { url: string; socket: string } },
+  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; options: StartMeshOptions; at: { url: string; socket: string } },
 ): SupervisedChild {
   const cmd = [
     process.execPath, GATEWAY_MAIN, "--dir", ctx.dir, "--mesh", ctx.name,
@@ -254,6 +255,7 @@ function gatewayChild(
         ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
         ...(gateway.token !== undefined && { HERMES_GATEWAY_TOKEN: gateway.token }),
         ...(!ctx.events && { HERMES_EVENTS: "0" }),
+        HERMES_SCHEDULER: ctx.scheduler,
       },
       onStdout: output,
       onStderr: output,
