@@ -111,7 +111,11 @@ export class ControlServer {
       case ControlOp.PS:
         return {
           mesh: { name: this.#options.meshName, dir: this.#options.dir, supervisor_pid: process.pid, started_at: this.startedAt },
-          entries: registry.snapshot().map((e) => ({ ...e, heartbeat_age_ms: this.#heartbeatAge(e.address) })),
+          entries: registry.snapshot().map((e) => ({
+            ...e,
+            heartbeat_age_ms: this.#heartbeatAge(e.address),
+            dead_letters: Number(this.#stats.get(e.address)?.dead_letters ?? 0),
+          })),
         };
     }
     throw new HermesError(ErrorCode.INVALID_REQUEST, `unknown control op '${String(p.op)}'`, { reason: "unknown op", expected: Object.values(ControlOp) });

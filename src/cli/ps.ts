@@ -8,7 +8,7 @@ import { resolveMeshDir } from "./mesh-dir.ts";
 const USAGE = `Usage: hermes-mesh ps [--dir D] [--json]
 
 Shows the actors of a running mesh: address, pid, health, restarts, queue depth, in flight,
-seconds since the last heartbeat, capabilities.`;
+dead letters (envelopes it gave up on), seconds since the last heartbeat, capabilities.`;
 
 /** `hermes-mesh ps`. */
 export async function runPsCommand(argv: string[]): Promise<number> {
@@ -26,15 +26,15 @@ export async function runPsCommand(argv: string[]): Promise<number> {
       return 0;
     }
     const mesh = reply.mesh as { name: string; dir: string; supervisor_pid: number; started_at: number };
-    const entries = (reply.entries as Array<RegistryEntry & { heartbeat_age_ms: number | null }>).filter((e) => !e.address.startsWith("ps-"));
+    const entries = (reply.entries as Array<RegistryEntry & { heartbeat_age_ms: number | null; dead_letters?: number }>).filter((e) => !e.address.startsWith("ps-"));
     // Programs that joined from outside (clients, the gateway) are listed after the actors.
     entries.sort((a, b) => Number(a.kind === "client") - Number(b.kind === "client"));
     console.log(`mesh ${mesh.name}  supervisor pid ${mesh.supervisor_pid}  up ${Math.round((Date.now() - mesh.started_at) / 1000)} s  dir ${mesh.dir}`);
     const rows = entries.map((e) => [
       e.address, String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
-      e.heartbeat_age_ms === null ? "-" : (e.heartbeat_age_ms / 1000).toFixed(1), e.capabilities.join(",") || "-",
+      String(e.dead_letters ?? 0), e.heartbeat_age_ms === null ? "-" : (e.heartbeat_age_ms / 1000).toFixed(1), e.capabilities.join(",") || "-",
     ]);
-    printTable(["ADDRESS", "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "HEARTBEAT-S", "CAPABILITIES"], rows);
+    printTable(["ADDRESS", "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "DEAD-LETTERS", "HEARTBEAT-S", "CAPABILITIES"], rows);
     return 0;
   } finally {
     await control.close();
