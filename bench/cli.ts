@@ -49,7 +49,7 @@ Scenarios (default: all):
 ${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
 
 Options:
-  --quick          short warm-ups and runs (about 30 s for all of them)
+  --quick          short warm-ups and runs (every scenario in under 60 s on 2 cores)
   --json <file>    also write every figure, per-round data, charts and the machine details as JSON
   --charts <dir>   where the SVG (and PNG) charts go (default bench/results)
   --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, fanin 12,
@@ -107,11 +107,13 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   const results: Record<string, ScenarioResult> = {};
   const interference: Record<string, Interference> = {};
   const failures: string[] = [];
+  const elapsed: Record<string, number> = {};
   const restoreAffinity = pinSelf(0); // the harness side of every measurement runs on cpu 0
   try {
     for (const scenario of chosen) {
       const d = DEFAULTS[scenario.name]!;
       const seconds = duration ?? d.seconds[quick ? 1 : 0];
+      const scenarioStart = performance.now();
       try {
         const watch = watchInterference();
         const result = await scenario.run({ durationMs: seconds * 1000, rounds: d.rounds[quick ? 1 : 0], quick });
@@ -125,6 +127,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
       } catch (error) {
         failures.push(`${scenario.name}: ${(error as Error).stack ?? error}`);
       }
+      elapsed[scenario.name] = (performance.now() - scenarioStart) / 1000;
     }
   } finally {
     restoreAffinity();
@@ -142,6 +145,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
     machine,
     quick,
     seconds: (performance.now() - startedAt) / 1000,
+    scenarioSeconds: elapsed,
     figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
     scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, interference: interference[name], rounds: r.rounds, charts: chartsOf.get(name) ?? [] }])),
     failures,
@@ -154,7 +158,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   } catch (error) {
     console.error(`charts not written: ${(error as Error).message}`);
   }
-  console.log(`bench took ${report.seconds.toFixed(1)} s`);
+  console.log(`bench took ${report.seconds.toFixed(1)} s (${Object.entries(elapsed).map(([name, sec]) => `${name} ${sec.toFixed(1)}`).join(", ")})`);
   if (values.json) {
     mkdirSync(dirname(values.json), { recursive: true });
     writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
