@@ -24,6 +24,16 @@ const COMMANDS: Record<string, Command> = {
     summary: "send a request into a running mesh and print the answer",
     run: async (argv) => (await import("./send.ts")).runSendCommand(argv),
   },
+  run: {
+    usage: "run <workflow.yaml> '<json input>' [--dir D]",
+    summary: "run a workflow on a running mesh, streaming its progress (--cancel <run_id>, --validate)",
+    run: async (argv) => (await import("./run.ts")).runRunCommand(argv),
+  },
+  runs: {
+    usage: "runs [run_id] [--dir D]",
+    summary: "list workflow runs with their status (or one run's nodes and history)",
+    run: async (argv) => (await import("./runs.ts")).runRunsCommand(argv),
+  },
   demo: {
     usage: "demo [--seconds N]",
     summary: "start an echo peer process and talk to it over a Unix socket",

@@ -118,9 +118,9 @@ supervisor:
   });
 });
 
-test("the example actors/mesh.yaml runs echo, the calculator, the ticker and the agent pipeline", () => {
+test("the example actors/mesh.yaml runs echo, the calculator, the ticker, the agent pipeline and the workflow demo", () => {
   const actors = listActors(loadMeshFile(join(import.meta.dir, "../../actors/mesh.yaml")));
-  expect(actors.map((a) => a.actor)).toEqual(["echo", "calculator", "ticker", "planner", "coder", "reviewer", "pipeline"]);
+  expect(actors.map((a) => a.actor)).toEqual(["echo", "calculator", "ticker", "planner", "coder", "reviewer", "pipeline", "image-gen", "caption-gen", "validator", "orchestrator"]);
   expect(actors[1]).toMatchObject({ pool: 1, capabilities: ["calculator"] });
   expect(actors[2]!.env).toEqual({ TICK_MS: "1000" });
 });
