@@ -54,12 +54,13 @@ export function checkStructure(file: WorkflowFile, nodes: Map<string, WorkflowNo
       nodes.get(target)!.handles = owner;
     }
   }
-  // A chain of fallbacks must end: a → b → a would never finish.
+  // A chain of fallbacks must end: a → b → a would never finish. Reported once, at its first node.
   for (const start of nodes.values()) {
     const chain = [start.id];
     for (let next = start.onFailure; next && nodes.has(next); next = nodes.get(next)!.onFailure) {
       if (chain.includes(next)) {
-        report(["nodes", start.index, "on_failure"], start.id, `on_failure cycle: ${[...chain, next].join(" → ")}`);
+        const first = Math.min(...chain.slice(chain.indexOf(next)).map((id) => nodes.get(id)!.index));
+        if (next === start.id && first === start.index) report(["nodes", start.index, "on_failure"], start.id, `on_failure cycle: ${[...chain, next].join(" → ")}`);
         break;
       }
       chain.push(next);
