@@ -1,6 +1,6 @@
 /** The `when` language: parsed and evaluated over plain data, never eval. */
 import { describe, expect, test } from "bun:test";
-import { compileMapping, applyMapping, mappingPaths } from "../../src/workflow/input-mapping.ts";
+import { applyMapping, compileMapping, mappingPaths, type MappingIssue } from "../../src/workflow/input-mapping.ts";
 import { parsePath, resolvePath } from "../../src/workflow/path-expression.ts";
 import { compileCondition, evaluateCondition } from "../../src/workflow/when-condition.ts";
 
@@ -91,7 +91,7 @@ describe("input mappings", () => {
   });
 
   test("bad paths are collected with where they are", () => {
-    const issues: Array<{ at: unknown[]; message: string }> = [];
+    const issues: MappingIssue[] = [];
     compileMapping({ a: { b: "$.input." } }, issues);
     expect(issues).toEqual([{ at: ["a", "b"], message: `bad path "$.input.": expected a name after '.'` }]);
   });
