@@ -1,6 +1,7 @@
 /**
  * Charts as hand-written SVG (no dependencies): latency percentile curves, lines over hops or
- * offered rate, and throughput bars, each a 760 x 380 panel; a page stacks a scenario's panels.
+ * offered rate, and throughput bars, each a 760-wide panel (380 high, bars as high as they
+ * need); a page stacks a scenario's panels.
  * Latency and throughput span decades between hermes and the raw socket, so value axes are
  * logarithmic (every bar and point also carries its number).
  */
@@ -34,6 +35,13 @@ function logAxis(min: number, max: number, from: number, to: number): Axis {
   const ticks = [];
   for (let e = lo; e <= hi; e++) ticks.push({ value: 10 ** e, label: fmt(10 ** e) });
   return { map: (v) => from + ((Math.log10(Math.max(v, 10 ** lo)) - lo) / (hi - lo)) * (to - from), ticks };
+}
+
+/** A log axis from exactly `min` to `max` (the measured x values are its ticks). */
+function exactLogAxis(min: number, max: number, from: number, to: number): Axis {
+  const lo = Math.log10(min);
+  const span = Math.log10(max) - lo || 1;
+  return { map: (v) => from + ((Math.log10(v) - lo) / span) * (to - from), ticks: [] };
 }
 
 function linearAxis(min: number, max: number, from: number, to: number): Axis {
@@ -125,12 +133,26 @@ function percentilePanel(chart: Extract<Chart, { kind: "percentiles" }>): string
 function linePanel(chart: Extract<Chart, { kind: "lines" }>): string {
   const xs = chart.series.flatMap((s) => s.points.map(([v]) => v));
   const ys = chart.series.flatMap((s) => s.points.map(([, v]) => v)).filter((v) => v > 0);
-  const x = chart.logX ? logAxis(Math.min(...xs), Math.max(...xs), M.left, M.left + PLOT_W) : linearAxis(Math.min(...xs), Math.max(...xs), M.left, M.left + PLOT_W);
-  if (chart.logX) x.ticks = [...new Set(xs)].sort((a, b) => a - b).map((v) => ({ value: v, label: fmt(v) }));
+  const x = chart.logX ? exactLogAxis(Math.min(...xs), Math.max(...xs), M.left, M.left + PLOT_W) : linearAxis(Math.min(...xs), Math.max(...xs), M.left, M.left + PLOT_W);
+  if (chart.logX) {
+    // A tick at every measured x, the label dropped where it would touch the previous one.
+    let lastPx = -Infinity;
+    x.ticks = [...new Set(xs)].sort((a, b) => a - b).map((v) => {
+      const px = x.map(v);
+      const label = px - lastPx >= 34 ? fmt(v) : "";
+      if (label) lastPx = px;
+      return { value: v, label };
+    });
+  }
   const y = chart.logY !== false ? logAxis(Math.min(...ys), Math.max(...ys), M.top + PLOT_H, M.top) : linearAxis(0, Math.max(...ys), M.top + PLOT_H, M.top);
   const colors = lineColors(chart.series);
   const lines = chart.series.map((s, i) => polyline(s, x.map, y.map, colors[i]!.color, colors[i]!.dashed));
   return [frame(chart.title, x, y, chart.xLabel, `${chart.yLabel}${chart.logY !== false ? " (log)" : ""}`), ...lines, legend(colors)].join("\n");
+}
+
+/** Height of a chart's panel: bar charts take what their bars need. */
+export function panelHeight(chart: Chart): number {
+  return chart.kind === "bars" ? Math.min(HEIGHT, M.top + 26 * Math.max(1, chart.bars.filter((b) => b.value > 0).length) + 48) : HEIGHT;
 }
 
 function barPanel(chart: Extract<Chart, { kind: "bars" }>): string {
@@ -141,7 +163,7 @@ function barPanel(chart: Extract<Chart, { kind: "bars" }>): string {
   const values = bars.map((b) => b.value);
   const axis = logAxis(Math.max(1, Math.min(...values) / 2), Math.max(...values, 10), left, right);
   const rowH = Math.min(26, (HEIGHT - M.top - M.bottom) / Math.max(1, bars.length));
-  const parts = [`<rect x="0" y="0" width="${WIDTH}" height="${HEIGHT}" fill="#fff"/>`, `<text x="12" y="20" ${FONT} font-size="14" font-weight="bold">${escapeXml(chart.title)}</text>`];
+  const parts = [`<rect x="0" y="0" width="${WIDTH}" height="${panelHeight(chart)}" fill="#fff"/>`, `<text x="12" y="20" ${FONT} font-size="14" font-weight="bold">${escapeXml(chart.title)}</text>`];
   for (const t of axis.ticks) {
     const px = axis.map(t.value);
     parts.push(`<line x1="${px.toFixed(1)}" y1="${M.top}" x2="${px.toFixed(1)}" y2="${M.top + bars.length * rowH}" stroke="#e5e5e5"/>`);
@@ -177,8 +199,12 @@ export function panel(chart: Chart): string {
  * writeFileSync("hop.svg", svgPage("hop", charts));
  */
 export function svgPage(title: string, charts: readonly Chart[]): string {
-  const height = charts.length * HEIGHT;
-  const body = charts.map((chart, i) => `<g transform="translate(0 ${i * HEIGHT})">\n${panel(chart)}\n</g>`).join("\n");
+  let height = 0;
+  const body = charts.map((chart) => {
+    const g = `<g transform="translate(0 ${height})">\n${panel(chart)}\n</g>`;
+    height += panelHeight(chart);
+    return g;
+  }).join("\n");
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">
 <title>${escapeXml(title)}</title>
