@@ -89,8 +89,11 @@ export async function runRunCommand(argv: string[]): Promise<number> {
   const client = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token });
   const started = Date.now();
   let runId: string | undefined;
+  let interrupted = false;
   const onSigint = () => {
-    if (!runId) return;
+    // A second Ctrl-C, or one before the run has an id, leaves at once.
+    if (!runId || interrupted) process.exit(130);
+    interrupted = true;
     process.stderr.write(`\ncancelling run ${runId} ...\n`);
     void askOrchestrators(client, { op: "cancel", run_id: runId, reason: "cancelled from the command line (Ctrl-C)" }).catch(() => {});
   };

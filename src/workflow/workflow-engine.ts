@@ -1,7 +1,8 @@
 import type { RecordEvent } from "./run-trace.ts";
 import type { Workflow } from "./workflow-definition.ts";
 import { parseWorkflow } from "./workflow-loader.ts";
-import { WorkflowRun, type RequestSender } from "./workflow-run.ts";
+import type { RequestSender } from "./run-events.ts";
+import { WorkflowRun } from "./workflow-run.ts";
 import { NodeStatus, RunStatus, type NodeRecord, type RunRecord, type WorkflowStore } from "./workflow-store.ts";
 
 /** A new run: its id (the orchestrator uses the run request's message_id), definition and input. */

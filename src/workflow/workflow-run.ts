@@ -1,27 +1,15 @@
-import { createRequest } from "../protocol/envelope-factory.ts";
 import type { Envelope, Payload } from "../protocol/envelope.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
-import { resolvePath } from "./path-expression.ts";
+import { nodeRequest, resentEnvelope } from "./node-request.ts";
+import { RunEvents, type RequestSender, type RunEvent } from "./run-events.ts";
 import { nodePayload, nodeScope, runOutput, settledOf } from "./run-scope.ts";
-import { nodeTraceparent, recordNodeSpan, type RecordEvent } from "./run-trace.ts";
+import { recordNodeSpan, type RecordEvent } from "./run-trace.ts";
+import { sendBackPlan } from "./send-back.ts";
 import type { Workflow, WorkflowNode } from "./workflow-definition.ts";
 import { backoffMs } from "./workflow-schema.ts";
 import { NodeStatus, RunStatus, type NodeRecord, type RunRecord, type WorkflowStore } from "./workflow-store.ts";
 import { evaluateCondition } from "./when-condition.ts";
-
-/** What a run reports as it goes (the orchestrator turns these into progress messages). */
-export type RunEvent =
-  | { type: "run"; run_id: string; status: RunStatus; workflow: string; trace_id: string; error?: Record<string, unknown> }
-  | { type: "node"; run_id: string; node: string; status: NodeStatus; attempt: number; round: number; error?: Record<string, unknown>; retry_in_ms?: number; resent?: boolean }
-  | { type: "node_progress"; run_id: string; node: string; progress: Payload }
-  | { type: "send_back"; run_id: string; node: string; to: string[]; round: number };
-
-/** How a run sends a node's request: a mesh link that sends prebuilt envelopes. */
-export interface RequestSender {
-  readonly address: string;
-  request(envelope: Envelope, options: { timeoutMs: number; signal: AbortSignal; onProgress: (payload: Payload) => void }): Promise<Envelope>;
-}
 
 const TERMINAL: ReadonlySet<string> = new Set([NodeStatus.SUCCEEDED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.CANCELLED]);
 
@@ -54,7 +42,7 @@ export class WorkflowRun {
   #store: WorkflowStore;
   #sender: RequestSender;
   #record: RecordEvent | undefined;
-  #listeners = new Set<(event: RunEvent) => void>();
+  #events = new RunEvents();
   #controllers = new Map<string, AbortController>();
   #timers = new Map<string, ReturnType<typeof setTimeout>>();
   #resolve!: (run: RunRecord) => void;
@@ -75,18 +63,14 @@ export class WorkflowRun {
 
   /** Listens to this run's events; returns the unsubscribe. */
   subscribe(listener: (event: RunEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#events.subscribe(listener);
   }
 
   /** Picks up after a restart: requests in flight go out again unchanged, retries wait what is left. */
   resume(): void {
     for (const record of this.nodes.values()) {
       if (record.status === NodeStatus.RUNNING && record.envelope) {
-        // Same message_id: the receiver deduplicates; fresh ttl, the next delivery attempt.
-        const envelope = { ...(record.envelope as unknown as Envelope), ttl: this.#node(record.node_id).ttlMs };
-        envelope.attempt = (envelope.attempt ?? 1) + 1;
-        delete envelope.seq;
+        const envelope = resentEnvelope(record.envelope, this.#node(record.node_id).ttlMs);
         this.#store.note(this.run.run_id, record.node_id, "resent", record.message_id);
         this.#emit({ type: "node", run_id: this.run.run_id, node: record.node_id, status: record.status, attempt: record.attempt, round: record.round, resent: true });
         this.#send(record.node_id, envelope);
@@ -163,13 +147,7 @@ export class WorkflowRun {
       this.#failed(node, { ...record, attempt: record.attempt + 1 }, new HermesError(ErrorCode.INVALID_REQUEST, `node "${node.id}": its input mapping gave ${Array.isArray(payload) ? "a list" : typeof payload}, not a map`));
       return;
     }
-    const envelope = createRequest(this.#sender.address, node.route, payload as Payload, {
-      trace_id: this.run.trace_id,
-      context_id: this.run.context_id,
-      ...(node.spec.priority !== undefined && { priority: node.spec.priority }),
-      headers: { traceparent: nodeTraceparent(this.run, node.id, record.round) },
-    });
-    envelope.ttl = node.ttlMs;
+    const envelope = nodeRequest(this.#sender.address, this.run, node, record.round, payload as Payload);
     const next: NodeRecord = {
       ...record,
       status: NodeStatus.RUNNING,
@@ -224,21 +202,10 @@ export class WorkflowRun {
 
   /** The work goes back: the chosen upstream nodes, whatever lies between them and this node, and this node run again. */
   #sendBack(node: WorkflowNode, done: NodeRecord, result: Payload): void {
-    const sb = node.sendBack!;
-    const listed = sb.only ? resolvePath({ result }, sb.only) : undefined;
-    const chosen = Array.isArray(listed) ? sb.to.filter((id) => listed.includes(id)) : [];
-    const targets = chosen.length > 0 ? chosen : sb.to;
-    const between = this.workflow.graph.ancestors(node.id);
-    const reset = new Set<string>([node.id]);
-    for (const target of targets) {
-      reset.add(target);
-      for (const id of this.workflow.graph.descendants(target)) if (between.has(id)) reset.add(id);
-    }
-    // Their stand-ins too, so a node that fails again in the new round can be stood in for again.
-    for (const id of [...reset]) for (let f = this.#node(id).onFailure; f && !reset.has(f); f = this.#node(f).onFailure) reset.add(f);
+    const { targets, reset } = sendBackPlan(this.workflow, node, result);
     recordNodeSpan(this.#record, this.run, node, done);
     this.#emit({ type: "send_back", run_id: this.run.run_id, node: node.id, to: targets, round: done.round + 1 });
-    const rows = [...reset].map((id) => {
+    const rows = reset.map((id) => {
       const r = id === node.id ? done : this.nodes.get(id)!;
       return { ...r, status: NodeStatus.PENDING, attempt: 0, round: r.round + 1, message_id: null, envelope: null, next_at: null, result: null, error: null, finished_at: null, feedback: targets.includes(id) ? result : r.feedback };
     });
@@ -343,13 +310,7 @@ export class WorkflowRun {
   }
 
   #emit(event: RunEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's failure (a requester gone) is not the run's.
-      }
-    }
+    this.#events.emit(event);
   }
 
   #node(id: string): WorkflowNode {
