@@ -10,23 +10,25 @@ import { createHash } from "node:crypto";
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/** The 16-hex-digit span id of the span handling `messageId` (a ULID: its last 16 base32 digits are random). */
+/**
+ * The 16-hex-digit span id of the span handling `messageId`: two 32-bit FNV-1a hashes of the id
+ * (with different offsets). Deterministic in every process, and cheap enough to run for every
+ * handled message (a BigInt decoding of the ULID showed as 12% of an actor's profile).
+ */
 export function spanIdOf(messageId: string): string {
-  // 13 base32 digits = 65 bits; the low 64 as hex. Non-ULID ids are hashed instead.
-  if (messageId.length === 26) {
-    let value = 0n;
-    for (const char of messageId.slice(13).toUpperCase()) {
-      const digit = CROCKFORD.indexOf(char);
-      if (digit < 0) return hashHex(messageId, 16);
-      value = (value << 5n) | BigInt(digit);
-    }
-    const hex = (value & 0xffff_ffff_ffff_ffffn).toString(16).padStart(16, "0");
-    return hex === "0000000000000000" ? hashHex(messageId, 16) : hex;
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ messageId.length;
+  for (let i = 0; i < messageId.length; i++) {
+    const c = messageId.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x0100019d);
   }
-  return hashHex(messageId, 16);
+  if (a === 0 && b === 0) b = 1; // the all-zero span id is invalid in W3C
+  return HEX[a >>> 24]! + HEX[(a >>> 16) & 255]! + HEX[(a >>> 8) & 255]! + HEX[a & 255]! + HEX[b >>> 24]! + HEX[(b >>> 16) & 255]! + HEX[(b >>> 8) & 255]! + HEX[b & 255]!;
 }
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
 /** The W3C trace id (32 hex) of a Hermes trace_id. */
 export function traceHexOf(traceId: string): string {
@@ -55,9 +57,15 @@ export function parseTraceparent(header: string | null | undefined): { traceId: 
   return { traceId: match[1]!, parentSpanId: match[2]! };
 }
 
-/** The parent span named by an envelope's headers, if any. */
+/**
+ * The parent span named by an envelope's headers, if any. On the path of every message, so a
+ * well-formed header (`00-<32>-<16>-<2>`, 55 characters) is sliced, not matched.
+ */
 export function parentSpanOf(headers: Record<string, string> | undefined): string | undefined {
-  return parseTraceparent(headers?.traceparent)?.parentSpanId;
+  const header = headers?.traceparent;
+  if (header === undefined) return undefined;
+  if (header.length === 55 && header.charCodeAt(2) === 45 && header.charCodeAt(35) === 45 && header.charCodeAt(52) === 45) return header.slice(36, 52);
+  return parseTraceparent(header)?.parentSpanId;
 }
 
 function hashHex(text: string, digits: number): string {
