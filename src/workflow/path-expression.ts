@@ -7,11 +7,21 @@
 /** One step of a path: a map key or a list index. */
 export type PathSegment = string | number;
 
-/** The roots a path may start from (after `$.`). */
+/**
+ * The roots a path may start from (after `$.`).
+ *
+ * @example
+ * PATH_ROOTS.includes("nodes"); // true
+ */
 export const PATH_ROOTS = ["input", "nodes", "feedback", "error", "round", "run", "result"] as const;
 export type PathRoot = (typeof PATH_ROOTS)[number];
 
-/** A parse problem, with the 0-based position in the text where it was found. */
+/**
+ * A parse problem, with the 0-based position in the text where it was found.
+ *
+ * @example
+ * try { parsePath("$.a."); } catch (e) { (e as PathSyntaxError).position; } // 4
+ */
 export class PathSyntaxError extends Error {
   readonly position: number;
   constructor(message: string, position: number) {

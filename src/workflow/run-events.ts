@@ -17,6 +17,8 @@ export type RunEvent =
 /** How a run sends a node's request: a mesh link that sends prebuilt envelopes (workflow-link.ts). */
 export interface RequestSender {
   readonly address: string;
+  /** Chooses the instance now and writes it into the envelope (throws code 8 when there is none). */
+  pin(envelope: Envelope): void;
   request(envelope: Envelope, options: { timeoutMs: number; signal: AbortSignal; onProgress: (payload: Payload) => void }): Promise<Envelope>;
 }
 

@@ -32,7 +32,12 @@ export function settledOf(workflow: Workflow, nodes: ReadonlyMap<string, NodeRec
   }
 }
 
-/** A node's result as later nodes see it: its own, or its stand-in's when it failed. */
+/**
+ * A node's result as later nodes see it: its own, or its stand-in's when it failed.
+ *
+ * @example
+ * effectiveResult(workflow, nodes, "image"); // the placeholder's answer when image failed
+ */
 export function effectiveResult(workflow: Workflow, nodes: ReadonlyMap<string, NodeRecord>, id: string): unknown {
   const record = nodes.get(id)!;
   if (record.status === NodeStatus.SUCCEEDED) return record.result ?? undefined;

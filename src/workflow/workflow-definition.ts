@@ -50,5 +50,10 @@ export interface Workflow {
   locate(nodeId: string, key?: string): { line: number; col: number };
 }
 
-/** The name `$flow` marks the flow-level failure node's charge. */
+/**
+ * What a flow-level on_failure node stands in for (its `handles`).
+ *
+ * @example
+ * workflow.nodes.get(workflow.onFailure!)!.handles === FLOW; // true
+ */
 export const FLOW = "$flow";

@@ -88,6 +88,17 @@ export class WorkflowLink {
     return this.#node.requestEnvelope(envelope, options);
   }
 
+  /**
+   * Routes the envelope now (the scheduler picks among the capability's or the pool's healthy
+   * instances) and pins it to that instance in `target_agent`. Stored pinned, a request sent
+   * again after a restart reaches the same instance, whose dedupe memory knows its message_id.
+   * Throws code 8 when nothing can take it.
+   */
+  pin(envelope: Envelope): void {
+    const [address] = this.#node.resolve(envelope);
+    envelope.target_agent = address;
+  }
+
   /** The running mesh as a provider check sees it. */
   providers(): Providers {
     const registry = this.registry;

@@ -148,6 +148,12 @@ export class WorkflowRun {
       return;
     }
     const envelope = nodeRequest(this.#sender.address, this.run, node, record.round, payload as Payload);
+    let unroutable: HermesError | undefined;
+    try {
+      this.#sender.pin(envelope);
+    } catch (error) {
+      unroutable = HermesError.from(error);
+    }
     const next: NodeRecord = {
       ...record,
       status: NodeStatus.RUNNING,
@@ -160,7 +166,8 @@ export class WorkflowRun {
       finished_at: null,
     };
     this.#commit([next]); // stored before it is sent: a crash after this resends the same envelope
-    this.#send(node.id, envelope);
+    if (unroutable) this.#attemptFailed(node, unroutable);
+    else this.#send(node.id, envelope);
   }
 
   #send(id: string, envelope: Envelope): void {

@@ -13,7 +13,12 @@ const strictMap = <S extends z.core.$ZodLooseShape>(shape: S) =>
   });
 const list = <T extends z.ZodType>(item: T) => z.array(item, expected("a list"));
 
-/** Node ids: also how paths name them (`$.nodes.<id>`), hence the identifier shape. */
+/**
+ * Node ids: also how paths name them (`$.nodes.<id>`), hence the identifier shape.
+ *
+ * @example
+ * NodeId.safeParse("validate-2").success; // true
+ */
 export const NodeId = z.string(expected("a node id")).regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, expected("a node id matching [A-Za-z_][A-Za-z0-9_-]*"));
 const Capability = z.string(expected("a capability name")).regex(/^[A-Za-z0-9_.:/-]+$/, expected("a capability name of [A-Za-z0-9_.:/-]"));
 const Target = z.string(expected("an actor name or address")).min(1, expected("an actor name or address"));
@@ -77,7 +82,12 @@ export const WorkflowNodeSchema = strictMap({
   send_back: SendBackSchema.optional(),
 });
 
-/** An edge: `to` starts after `from` finished. */
+/**
+ * An edge: `to` starts after `from` finished.
+ *
+ * @example
+ * WorkflowEdgeSchema.parse({ from: "image", to: "validate" });
+ */
 export const WorkflowEdgeSchema = strictMap({ from: NodeId, to: NodeId });
 
 /**

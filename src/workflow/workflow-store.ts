@@ -2,11 +2,21 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 
-/** Run statuses: `running` until one of the three ends. */
+/**
+ * Run statuses: `running` until one of the three ends.
+ *
+ * @example
+ * store.list({ status: RunStatus.RUNNING });
+ */
 export const RunStatus = { RUNNING: "running", SUCCEEDED: "succeeded", FAILED: "failed", CANCELLED: "cancelled" } as const;
 export type RunStatus = (typeof RunStatus)[keyof typeof RunStatus];
 
-/** Node statuses (see workflow-engine.ts for the transitions). */
+/**
+ * Node statuses (see workflow-run.ts for the transitions).
+ *
+ * @example
+ * record.status === NodeStatus.RETRY_WAIT; // a retry is waiting for its backoff
+ */
 export const NodeStatus = {
   PENDING: "pending",
   RUNNING: "running",

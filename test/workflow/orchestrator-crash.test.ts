@@ -1,7 +1,8 @@
 /**
  * Durable runs with real `kill -9`: the orchestrator killed mid-run restarts, resumes the run
  * from its store and finishes it; nodes that had finished are not run again, and nodes that were
- * in flight are requested again with the same message_id, so their actors run them once.
+ * in flight are requested again with the same message_id, to the same instance of their pool,
+ * so their actors run them once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { MeshClient } from "../../src/actor/connect-mesh.ts";
@@ -30,7 +31,8 @@ describe("orchestrator killed with SIGKILL mid-run", () => {
   let t: TestMesh;
   let client: MeshClient;
   beforeAll(async () => {
-    t = await startWorkflowMesh("wf-crash");
+    // Two instances of each generator: a request sent again must reach the instance that has it.
+    t = await startWorkflowMesh("wf-crash", 2);
     client = await t.client();
   });
   afterAll(async () => {

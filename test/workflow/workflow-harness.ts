@@ -9,8 +9,11 @@ import { ACTORS, startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 export const SEED_FILE = join(ACTORS, "workflows/image-caption.yaml");
 export const SEED = readFileSync(SEED_FILE, "utf8");
 
-/** The demo workflow actors and a durable orchestrator; restarts allowed (the crash tests kill it). */
-export function startWorkflowMesh(name: string): Promise<TestMesh> {
+/**
+ * The demo workflow actors (the generators a pool of `pool` instances) and a durable
+ * orchestrator; restarts allowed (the crash tests kill it).
+ */
+export function startWorkflowMesh(name: string, pool = 1): Promise<TestMesh> {
   return startTestMesh(`
 mesh:
   name: ${name}
@@ -21,8 +24,10 @@ supervisor:
   children:
     - actor: image-gen
       module: {ACTORS}/image-gen.ts
+      pool: ${pool}
     - actor: caption-gen
       module: {ACTORS}/caption-gen.ts
+      pool: ${pool}
     - actor: validator
       module: {ACTORS}/validator.ts
     - actor: orchestrator
@@ -54,10 +59,14 @@ export async function runFlow(client: MeshClient, yaml: string, input: Payload, 
   }
 }
 
-/** How many executions an actor started: in all, and for one run (its context_id), and how many were cancelled. */
+/** How many executions an actor's instances started: in all, and for one run (its context_id), and how many were cancelled. */
 export async function stats(client: MeshClient, actor: string, runId?: string): Promise<{ started: number; cancelled: number; executions: number }> {
-  const reply = await client.request(actor, { op: "stats", ...(runId && { context_id: runId }) }, { timeoutMs: 5000 });
-  return reply.payload as { started: number; cancelled: number; executions: number };
+  const total = { started: 0, cancelled: 0, executions: 0 };
+  for (const { address } of client.registry.resolveTarget(actor)) {
+    const one = (await client.request(address, { op: "stats", ...(runId && { context_id: runId }) }, { timeoutMs: 5000 })).payload;
+    for (const key of ["started", "cancelled", "executions"] as const) total[key] += Number(one[key] ?? 0);
+  }
+  return total;
 }
 
 /** The run id a run's first progress message names. */
