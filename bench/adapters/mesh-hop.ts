@@ -16,7 +16,7 @@ import type { OpenLoopPeer, OpenLoopSession, PeerEnv, SampledRoundTripPeer } fro
 
 /** The mesh: pinger first (children start in order), then the echo it calls. */
 export function hopMeshYaml(name: string): string {
-  return `mesh: { name: ${name} }
+  return `mesh: { name: ${name}, events: ${process.env.HM_BENCH_EVENTS === "0" ? "false" : "true"} }
 supervisor:
   children:
     - { actor: pinger, module: "{BENCH_ACTORS}/pinger.ts" }

@@ -204,23 +204,19 @@ export class ActorRuntime<State = unknown> {
   #observe(env: Envelope, startedAt: number, errorCode: number | undefined): void {
     const seconds = (performance.now() - startedAt) / 1000;
     this.#metrics.handled(env.message_type, seconds, errorCode);
-    if ((env.attempt ?? 1) > 1) this.#metrics.redelivered();
-    this.#events?.write({
-      event: "handled",
-      type: env.message_type,
-      trace_id: env.trace_id,
-      message_id: env.message_id,
-      span_id: spanIdOf(env.message_id),
-      ...(env.headers?.traceparent && { parent_span_id: parentSpanOf(env.headers) }),
-      source: env.source_agent,
-      ...(env.topic !== undefined && { topic: env.topic }),
-      ...(env.capability !== undefined && { capability: env.capability }),
-      attempt: env.attempt ?? 1,
-      started_at: Date.now() - seconds * 1000,
-      duration_ms: Math.round(seconds * 1e6) / 1000,
-      status: errorCode === undefined ? "ok" : "error",
-      ...(errorCode !== undefined && { error_code: errorCode }),
-    });
+    const attempt = env.attempt ?? 1;
+    if (attempt > 1) this.#metrics.redelivered();
+    const events = this.#events;
+    if (!events) return;
+    // Serialised by hand: this line is written for every message (see EventLog.writeFields).
+    const parent = parentSpanOf(env.headers);
+    events.writeFields(
+      `"event":"handled","type":"${env.message_type}","trace_id":${JSON.stringify(env.trace_id)},"message_id":"${env.message_id}",` +
+        `"span_id":"${spanIdOf(env.message_id)}",${parent ? `"parent_span_id":"${parent}",` : ""}"source":${JSON.stringify(env.source_agent)},` +
+        `${env.topic !== undefined ? `"topic":${JSON.stringify(env.topic)},` : ""}${env.capability !== undefined ? `"capability":${JSON.stringify(env.capability)},` : ""}` +
+        `"attempt":${attempt},"started_at":${Date.now() - seconds * 1000},"duration_ms":${Math.round(seconds * 1e6) / 1000},` +
+        `"status":"${errorCode === undefined ? "ok" : "error"}"${errorCode !== undefined ? `,"error_code":${errorCode}` : ""}`,
+    );
   }
 
   /** A durable call's staged writes and outbox, and the context view of them. */
@@ -266,17 +262,13 @@ export class ActorRuntime<State = unknown> {
   }
 }
 
-/** The "sent" line of a message this actor routed. */
+/** The "sent" line of a message this actor routed, serialised by hand like the "handled" line. */
 function logSent(events: EventLog, env: Envelope, destinations: readonly string[]): void {
-  events.write({
-    event: "sent",
-    type: env.message_type,
-    trace_id: env.trace_id,
-    message_id: env.message_id,
-    ...(env.headers?.traceparent && { parent_span_id: parentSpanOf(env.headers) }),
-    to: destinations,
-    ...(env.topic !== undefined && { topic: env.topic }),
-    ...(env.capability !== undefined && { capability: env.capability }),
-    ...(env.correlation_id !== undefined && { correlation_id: env.correlation_id }),
-  });
+  const parent = parentSpanOf(env.headers);
+  events.writeFields(
+    `"event":"sent","type":"${env.message_type}","trace_id":${JSON.stringify(env.trace_id)},"message_id":"${env.message_id}",` +
+      `${parent ? `"parent_span_id":"${parent}",` : ""}"to":${JSON.stringify(destinations)}` +
+      `${env.topic !== undefined ? `,"topic":${JSON.stringify(env.topic)}` : ""}${env.capability !== undefined ? `,"capability":${JSON.stringify(env.capability)}` : ""}` +
+      `${env.correlation_id !== undefined ? `,"correlation_id":${JSON.stringify(env.correlation_id)}` : ""}`,
+  );
 }
