@@ -116,19 +116,18 @@ export class WorkflowRun {
     if (this.run.status !== RunStatus.RUNNING || this.#suspended) return;
     const failing = this.run.error !== null;
     const flowFallback = this.workflow.onFailure;
-    if (failing && flowFallback && this.nodes.get(flowFallback)!.status === NodeStatus.PENDING) this.#start(this.#node(flowFallback));
+    if (failing && flowFallback && this.nodes.get(flowFallback)!.status === NodeStatus.PENDING) this.#begin(this.#node(flowFallback));
     for (const id of this.workflow.order) {
       if (failing) break;
       const node = this.#node(id);
       const record = this.nodes.get(id)!;
       // A failed node's stand-in starts here (also after a crash between the two transitions).
-      if (record.status === NodeStatus.FAILED && node.onFailure && this.nodes.get(node.onFailure)!.status === NodeStatus.PENDING) this.#start(this.#node(node.onFailure));
+      if (record.status === NodeStatus.FAILED && node.onFailure && this.nodes.get(node.onFailure)!.status === NodeStatus.PENDING) this.#begin(this.#node(node.onFailure));
       if (record.status !== NodeStatus.PENDING || node.handles) continue;
       const upstream = this.workflow.graph.upstream(id).map((up) => settledOf(this.workflow, this.nodes, up));
       if (upstream.includes("waiting") || upstream.includes("failed")) continue;
       if (upstream.length > 0 && upstream.every((s) => s === "skipped")) this.#skip(node, "every upstream node was skipped");
-      else if (node.when && !evaluateCondition(node.when, nodeScope(this.workflow, this.run, this.nodes, node))) this.#skip(node, `when ${JSON.stringify(node.when.source)} is false`);
-      else this.#start(node);
+      else this.#begin(node);
     }
     const busy = [...this.nodes.values()].some((n) => n.status === NodeStatus.RUNNING || n.status === NodeStatus.RETRY_WAIT);
     if (busy) return;
@@ -137,7 +136,21 @@ export class WorkflowRun {
       return;
     }
     const regular = [...this.workflow.nodes.values()].filter((n) => !n.handles);
-    if (regular.every((n) => ["ok", "skipped"].includes(settledOf(this.workflow, this.nodes, n.id)))) this.#finish(RunStatus.SUCCEEDED, null);
+    const settled = regular.map((n) => settledOf(this.workflow, this.nodes, n.id));
+    if (settled.every((s) => s === "ok" || s === "skipped")) {
+      this.#finish(RunStatus.SUCCEEDED, null);
+      return;
+    }
+    // Nothing runs and a failure stands: its stand-in was skipped, or a crash came between the
+    // node's failure and the run's. The run fails now rather than waiting for nothing.
+    const failed = regular.find((_, i) => settled[i] === "failed");
+    if (failed) this.#failRun({ ...(this.nodes.get(failed.id)!.error ?? { detail: "failed" }), node: failed.id });
+  }
+
+  /** Starts a ready node, or skips it when its `when` is false. */
+  #begin(node: WorkflowNode): void {
+    if (node.when && !evaluateCondition(node.when, nodeScope(this.workflow, this.run, this.nodes, node))) this.#skip(node, `when ${JSON.stringify(node.when.source)} is false`);
+    else this.#start(node);
   }
 
   #start(node: WorkflowNode): void {
