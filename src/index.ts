@@ -86,4 +86,9 @@ export { startChain, extendChain, chainToMessages, readChain, withChain, type Co
 export { loadAgentsFile, agentByName, AgentConfigSchema, AgentsFileSchema, type AgentConfig, type AgentsFile } from "./agent/agent-config.ts";
 export { runAgent, type AgentTask, type AgentOutcome, type ToolBox, type ConversationMemory, type FactRecall } from "./agent/agent-loop.ts";
 
+// Workflows: YAML DAGs run by the orchestrator actor.
+export { loadWorkflow, parseWorkflow } from "./workflow/workflow-loader.ts";
+export { WorkflowFileSchema, type WorkflowFile, type WorkflowNodeSpec, type RetryPolicy } from "./workflow/workflow-schema.ts";
+export { WorkflowEngine, type StartRun, type RunSummary } from "./workflow/workflow-engine.ts";
+
 export { VERSION } from "./version.ts";
