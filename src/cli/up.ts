@@ -80,7 +80,7 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     return 1;
   }
   console.log(`mesh '${mesh.name}' up in ${Date.now() - started} ms; sockets in ${mesh.dir}`);
-  for (const entry of mesh.registry.snapshot()) {
+  for (const entry of mesh.registry.snapshot().filter((e) => e.kind !== "client")) {
     console.log(`  ${entry.address.padEnd(20)} pid ${String(entry.pid ?? "-").padEnd(8)} ${entry.socket}`);
   }
   console.log(`control: ${mesh.dir}/supervisor.sock   (hermes-mesh ps --dir ${mesh.dir})`);
