@@ -30,6 +30,8 @@ export function dashboardPage(meshName: string): string {
   .error { color: var(--bad); } .ok { color: var(--ok); }
   code { font-size: 12px; }
   #status.stale { color: var(--bad); }
+  td.trace-link { text-decoration: underline dotted; cursor: pointer; }
+  #trace-tree { font-size: 12px; white-space: pre; }
 </style>
 </head>
 <body>
@@ -39,6 +41,8 @@ export function dashboardPage(meshName: string): string {
 <table id="actors"><thead><tr><th>Address</th><th>Health</th><th class="num">PID</th><th class="num" title="times the supervisor restarted it">Restarts</th><th class="num" title="messages waiting in its mailbox">Queue</th><th class="num" title="requests it is handling now">In flight</th><th class="num" title="messages handled since the mesh started">Handled</th><th class="num" title="messages handled per second since the last update">Msg/s</th><th class="num" title="handlers that failed">Errors</th><th>Capabilities</th></tr></thead><tbody><tr><td class="empty" colspan="10">no data yet</td></tr></tbody></table>
 <h2>Recent traces <span class="hint">(requests through this gateway, newest first)</span></h2>
 <table id="traces"><thead><tr><th>Time</th><th>Trace</th><th>Kind</th><th>Target</th><th class="num">Duration</th><th>Outcome</th></tr></thead><tbody><tr><td class="empty" colspan="6">no data yet</td></tr></tbody></table>
+<h2>Trace <span class="hint" id="trace-hint">(click a trace above: the flow across actors, from the event logs)</span></h2>
+<pre id="trace-tree"></pre>
 <script>
 const token = new URLSearchParams(location.search).get("token");
 const previous = new Map();
@@ -53,6 +57,12 @@ function showProblem(text) {
   status.textContent = text + ", retrying every second";
   status.className = "stale";
   setStale(true); // what is still shown is no longer current
+}
+let shownTrace = null;
+async function showTrace(id) {
+  shownTrace = id;
+  const response = await fetch("/api/trace/" + encodeURIComponent(id), { headers: token ? { authorization: "Bearer " + token } : {} });
+  document.getElementById("trace-tree").textContent = response.ok ? (await response.json()).text : "could not load the trace (HTTP " + response.status + ")";
 }
 async function refresh() {
   let response;
@@ -96,7 +106,8 @@ function render(data) {
   traces.replaceChildren();
   for (const t of data.traces) {
     const row = traces.insertRow();
-    cell(row, new Date(t.at).toLocaleTimeString()); cell(row, t.trace_id); cell(row, t.route); cell(row, t.target);
+    cell(row, new Date(t.at).toLocaleTimeString()); cell(row, t.trace_id, "trace-link"); cell(row, t.route); cell(row, t.target);
+    row.onclick = () => showTrace(t.trace_id);
     cell(row, t.duration_ms.toFixed(1) + " ms", "num"); cell(row, t.status === "ok" ? "ok" : "error " + t.error_code, t.status);
   }
   if (data.traces.length === 0) emptyRow(traces, 6, "no requests through the gateway yet");

@@ -4,6 +4,7 @@ import { upgradeWebSocket } from "hono/bun";
 import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
+import { readTrace, renderTrace } from "../observability/trace-tree.ts";
 import { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "../observability/prometheus.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
@@ -24,6 +25,8 @@ export interface GatewayDeps {
   /** Largest request body, bytes. Default 1 MiB. */
   bodyLimit?: number;
   events?: EventLog;
+  /** The mesh directory, whose event logs the trace view reads. */
+  dir?: string;
 }
 
 const ACCEPTED_TYPES = ["application/hermes+json", "application/json"];
@@ -125,6 +128,13 @@ export function createGatewayApp(deps: GatewayDeps): Hono {
 
   app.get("/api/overview", async (c) => {
     return c.json({ mesh: deps.meshName, at: Date.now(), entries: deps.registry.snapshot(), stats: await deps.stats(), traces: recent.list() });
+  });
+
+  // One flow across actors, rebuilt from the mesh's event logs (the dashboard's trace view).
+  app.get("/api/trace/:id", (c) => {
+    const id = c.req.param("id");
+    const roots = deps.dir ? readTrace(deps.dir, id) : [];
+    return c.json({ trace_id: id, spans: roots, text: renderTrace(id, roots) });
   });
 
   app.get("/", (c) => c.html(dashboardPage(deps.meshName)));

@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     node,
     registry,
     meshName: values.mesh,
+    dir,
     stats: async () => ((await control.stats()).stats ?? {}) as Record<string, never>,
     token: process.env.HERMES_GATEWAY_TOKEN || undefined,
     bodyLimit: Number(values["body-limit"]),

@@ -137,6 +137,10 @@ describe("dashboard in headless Chromium", () => {
     expect(traceCells).toContain(traceId);
     expect(traceCells).toContain("capability:calculator"); // the seed's receiver_id is no address: routed by its tool
     expect(traceCells).toContain("ok");
+    // Clicking it shows the flow across actors, read from the event logs.
+    await traceRow.click();
+    await page.waitForFunction(() => (document.getElementById("trace-tree")?.textContent ?? "").includes("calculator  request"), undefined, { timeout: WAIT_MS });
+    expect(await page.locator("#trace-tree").textContent()).toContain("gateway  request → capability:calculator");
 
     await page.screenshot({ path: join(SHOT_DIR, "dashboard-live.png"), fullPage: true });
 

@@ -154,6 +154,10 @@ describe("gateway", () => {
     }, "both spans in the event logs", 5000);
     expect(roots[0]).toMatchObject({ actor: "gateway", parent_span_id: "00f067aa0ba902b7", status: "ok" });
     expect(roots[0]!.children[0]).toMatchObject({ actor: "calculator", type: "request", status: "ok" });
+    // The dashboard's trace view serves the same tree over HTTP.
+    const view = await body(await fetch(`${url}/api/trace/trace-w3c`));
+    expect(view.text).toContain("trace trace-w3c: 2 span(s) in 2 actor(s)");
+    expect(view.text).toContain("calculator  request");
   });
 });
 
