@@ -22,6 +22,7 @@ const listener = await listen(address, {
       if (typeof payload.progress === "number") for (let i = 1; i <= payload.progress; i++) context.progress({ step: i });
       if (typeof payload.throw === "string") throw new Error(payload.throw);
       if (typeof payload.sleep_ms === "number") {
+        console.log(`sleeping ${request.message_id}`);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, payload.sleep_ms as number);
           context.signal.addEventListener("abort", () => {

@@ -83,8 +83,11 @@ for (const kind of ["unix", "tcp"] as const) {
       const channel = await connect({ token: "s3cret" });
       const before = server.lines.filter((l) => l.startsWith("cancelled")).length;
       const controller = new AbortController();
+      const sleeping = server.lines.filter((l) => l.startsWith("sleeping")).length;
       const pending = channel.request({ target_agent: "echo" }, { sleep_ms: 10_000 }, { signal: controller.signal });
-      setTimeout(() => controller.abort(), 20);
+      // Cancel once the handler is running in the other process, so the cancel has something to reach.
+      await waitFor(() => server.lines.filter((l) => l.startsWith("sleeping")).length > sleeping, "the handler to start");
+      controller.abort();
       expect((await pending.catch((e) => e)).code).toBe(ErrorCode.TASK_TIMEOUT);
       await waitFor(() => server.lines.filter((l) => l.startsWith("cancelled")).length > before, "cancel to reach the server");
     });
