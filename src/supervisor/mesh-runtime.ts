@@ -11,7 +11,7 @@ import type { ChildSpec as SupervisedChild } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { actorHostEntry } from "./actor-host-bundle.ts";
-import { processChild } from "./process-child.ts";
+import { processChild, type ProcessChildOptions } from "./process-child.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
 import { Supervisor } from "./supervisor.ts";
@@ -165,19 +165,7 @@ function instancesOf(
       ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
     ];
     const output = (line: string) => (line === READY_LINE ? undefined : ctx.options.onOutput?.(address, line));
-    const start = processChild(cmd, {
-      env: {
-        ...spec.env,
-        ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
-        ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }),
-        ...(!ctx.events && { HERMES_EVENTS: "0" }),
-        HERMES_SCHEDULER: ctx.scheduler,
-      },
-      onStdout: output,
-      onStderr: output,
-      ready: (line) => line === READY_LINE,
-      readyTimeoutMs: 15_000,
-    });
+    const start = processChild(cmd, memberProcess(ctx, output, { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }) }));
     return {
       id: address,
       restart: spec.restart,
@@ -250,18 +238,30 @@ function gatewayChild(
   return {
     id: "gateway",
     shutdown: 5000,
-    start: processChild(cmd, {
-      env: {
-        ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
-        ...(gateway.token !== undefined && { HERMES_GATEWAY_TOKEN: gateway.token }),
-        ...(!ctx.events && { HERMES_EVENTS: "0" }),
-        HERMES_SCHEDULER: ctx.scheduler,
-      },
-      onStdout: output,
-      onStderr: output,
-      ready: (line) => line === READY_LINE,
-      readyTimeoutMs: 15_000,
-    }),
+    start: processChild(cmd, memberProcess(ctx, output, gateway.token !== undefined ? { HERMES_GATEWAY_TOKEN: gateway.token } : {})),
+  };
+}
+
+/**
+ * How a mesh member process is started: the mesh-wide settings in its environment, its output
+ * to `output`, and started only once it prints the ready line.
+ */
+function memberProcess(
+  ctx: { token: string | undefined; events: boolean; scheduler: string },
+  output: (line: string) => void,
+  env: Record<string, string>,
+): ProcessChildOptions {
+  return {
+    env: {
+      ...env,
+      ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+      ...(!ctx.events && { HERMES_EVENTS: "0" }),
+      HERMES_SCHEDULER: ctx.scheduler,
+    },
+    onStdout: output,
+    onStderr: output,
+    ready: (line) => line === READY_LINE,
+    readyTimeoutMs: 15_000,
   };
 }
 
