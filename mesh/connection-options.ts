@@ -1,4 +1,6 @@
-import type { CodecName, Hello } from "../src/protocol/control-frames.ts";
+import { SUPPORTED_CODECS } from "../src/protocol/codec.ts";
+import { CodecName, type Hello } from "../src/protocol/control-frames.ts";
+import { DEFAULT_MAX_FRAME_BYTES } from "../src/protocol/frame-decoder.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import type { HermesError } from "../src/protocol/hermes-error.ts";
 import type { Connection } from "./connection.ts";
@@ -46,3 +48,23 @@ export type ConnectionStatus =
 
 /** Receives every valid envelope; call `connection.settle(seq)` once it has been handled. */
 export type EnvelopeHandler = (env: Envelope, seq: number, connection: Connection) => void;
+
+/** Options with every default filled in; `codecs` always includes plain `msgpack`. */
+export type ResolvedConnectionOptions = Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;
+
+/** Fills in the defaults of a connection's options. */
+export function resolveConnectionOptions(options: ConnectionOptions): ResolvedConnectionOptions {
+  const codecs = [...(options.codecs ?? SUPPORTED_CODECS)];
+  if (!codecs.includes(CodecName.MSGPACK)) codecs.push(CodecName.MSGPACK);
+  return {
+    window: 4096,
+    maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+    pingIntervalMs: 5000,
+    helloTimeoutMs: 5000,
+    frameTimeoutMs: 30_000,
+    maxBadFrames: 16,
+    maxBacklog: 100_000,
+    ...options,
+    codecs,
+  };
+}

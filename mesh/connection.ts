@@ -1,16 +1,17 @@
-import { createCodec, SUPPORTED_CODECS, type FrameCodec } from "../src/protocol/codec.ts";
+import { createCodec, type FrameCodec } from "../src/protocol/codec.ts";
 import { CodecName, PROTOCOL_VERSION, type Hello } from "../src/protocol/control-frames.ts";
-import { isPlainMap, isValidEnvelope, parseEnvelope } from "../src/protocol/envelope-check.ts";
+import { isValidEnvelope } from "../src/protocol/envelope-check.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from "../src/protocol/frame-decoder.ts";
+import { FrameDecoder } from "../src/protocol/frame-decoder.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
-import { newMessageId } from "../src/protocol/ids.ts";
 import { ControlType, MessageType } from "../src/protocol/message-types.ts";
-import { AckTracker } from "./ack-tracker.ts";
+import { AckEmitter } from "./ack-emitter.ts";
 import { CreditWaiters } from "./credit-waiters.ts";
-import type { ConnectionOptions, ConnectionSocket, ConnectionStatus, EnvelopeHandler } from "./connection-options.ts";
-import { describeValue, invalidFrame } from "./frame-errors.ts";
+import { resolveConnectionOptions, type ConnectionOptions, type ConnectionSocket, type ConnectionStatus, type EnvelopeHandler, type ResolvedConnectionOptions } from "./connection-options.ts";
+import { decodeFrameBody } from "./frame-body.ts";
+import { EnvelopeHandoff } from "./envelope-handoff.ts";
+import { connectionErrorEnvelope, envelopeRejection, invalidFrame, windowExceeded } from "./frame-errors.ts";
 import { acceptHello } from "./handshake.ts";
 import { Liveness } from "./liveness.ts";
 import { SendWindow } from "./send-window.ts";
@@ -18,7 +19,6 @@ import { WriteQueue } from "./write-queue.ts";
 
 export type { ConnectionOptions, ConnectionSocket, ConnectionStatus, EnvelopeHandler } from "./connection-options.ts";
 
-const HOUSEKEEPING_MS = 250;
 
 /**
  * One end of a Hermes connection over a byte stream: hello handshake with codec and window
@@ -28,21 +28,14 @@ const HOUSEKEEPING_MS = 250;
  */
 export class Connection {
   readonly role: "dialer" | "acceptor";
-  readonly options: Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;
-  /**
-   * Receives every valid envelope. Until an owner sets it, envelopes are held (a peer may send
-   * the moment its hello is out, before the dialing side has wired its handler) and handed
-   * over, in order, when it is set.
-   */
+  readonly options: ResolvedConnectionOptions;
+  /** Receives every valid envelope; until it is set they are held (see EnvelopeHandoff). */
   get onEnvelope(): EnvelopeHandler {
-    return this.#onEnvelope ?? this.#hold;
+    return this.#handoff.handler ?? ((env, seq) => this.#handoff.hold(env, seq));
   }
 
   set onEnvelope(handler: EnvelopeHandler) {
-    this.#onEnvelope = handler;
-    const held = this.#held;
-    this.#held = [];
-    for (const [env, seq] of held) this.#deliver(env, seq);
+    for (const [env, seq] of this.#handoff.set(handler)) this.#deliver(env, seq);
   }
   /** When set, called for every envelope the peer acknowledged (a durable outbox deletes it then). */
   onAcknowledged: ((env: Envelope) => void) | undefined;
@@ -56,63 +49,38 @@ export class Connection {
   #socket: ConnectionSocket;
   #writer: WriteQueue;
   #decoder: FrameDecoder;
-  #plain: FrameCodec = createCodec(CodecName.MSGPACK);
-  #encoder: FrameCodec = this.#plain;
-  #decoderCodec: FrameCodec = this.#plain;
+  // Plain msgpack (stateless) both ways until hello negotiates the codec.
+  #encoder: FrameCodec = createCodec(CodecName.MSGPACK);
+  #decoderCodec: FrameCodec = this.#encoder;
   #window: SendWindow;
   #waiters: CreditWaiters;
-  #acks = new AckTracker();
+  #acks = new AckEmitter((seq) => {
+    if (this.#state !== "closed") this.#writeControl({ message_type: ControlType.ACK, seq });
+  });
   #state: "handshaking" | "open" | "closing" | "closed" = "handshaking";
   #readyResolvers = Promise.withResolvers<Hello>();
   #closed = Promise.withResolvers<void>();
-  #onEnvelope: EnvelopeHandler | undefined;
-  #held: Array<[Envelope, number]> = [];
-  #hold: EnvelopeHandler = (env, seq) => void this.#held.push([env, seq]);
-  #badFrameCount = 0;
+  #handoff = new EnvelopeHandoff<EnvelopeHandler>();
+  /** Bad frames since the connection opened (stats), and since the last good envelope (the cut-off). */
+  #badFramesTotal = 0;
+  #badFramesInARow = 0;
   #liveness: Liveness;
-  /** Received seqs to settle once a parked answer goes on the wire (end-to-end backpressure). */
-  #settleOnTransmit = new Map<Envelope, number>();
-  #badFrames = 0;
   #receivedHighest = 0;
-  #timer: ReturnType<typeof setInterval>;
   #closeError: HermesError | undefined;
-  #ackPending = false;
-  #ackAlone = () => {
-    this.#ackPending = false;
-    this.#flushAcks();
-    this.#writer.flush();
-  };
-  /** Writes the cumulative ack if it moved; called by the write queue just before each coalesced write. */
-  #flushAcks = () => {
-    const seq = this.#acks.takeAck();
-    if (seq > 0 && this.#state !== "closed") this.#writeControl({ message_type: ControlType.ACK, seq });
-  };
 
   constructor(socket: ConnectionSocket, role: "dialer" | "acceptor", options: ConnectionOptions) {
     this.role = role;
-    const codecs = [...(options.codecs ?? SUPPORTED_CODECS)];
-    if (!codecs.includes(CodecName.MSGPACK)) codecs.push(CodecName.MSGPACK);
-    this.options = {
-      window: 4096,
-      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-      pingIntervalMs: 5000,
-      helloTimeoutMs: 5000,
-      frameTimeoutMs: 30_000,
-      maxBadFrames: 16,
-      maxBacklog: 100_000,
-      ...options,
-      codecs,
-    };
+    this.options = resolveConnectionOptions(options);
     this.#socket = socket;
-    this.#writer = new WriteQueue(socket, this.#flushAcks);
+    this.#writer = new WriteQueue(socket, this.#acks.flush);
+    this.#acks.attach(this.#writer);
     this.#decoder = new FrameDecoder(this.options.maxFrameBytes);
     this.#liveness = new Liveness(this.options);
-    this.#window = new SendWindow(1);
+    this.#window = new SendWindow(1, this.options.maxBacklog);
     this.#waiters = new CreditWaiters(this.#window);
     this.ready = this.#readyResolvers.promise;
     this.ready.catch(() => {});
-    this.#timer = setInterval(() => this.#housekeeping(), Math.min(HOUSEKEEPING_MS, this.options.pingIntervalMs));
-    this.#timer.unref?.();
+    this.#liveness.start(() => this.#housekeeping());
     // The dialer speaks first; the acceptor answers only a hello it accepts, so a refusal
     // (bad hello, wrong token) reaches the dialer before it believes the handshake is done.
     if (role === "dialer") this.#sendHello();
@@ -151,7 +119,7 @@ export class Connection {
 
   /** Counters for health views and metrics. */
   get stats(): Readonly<{ pingsSent: number; pongsReceived: number; badFrames: number }> {
-    return { ...this.#liveness.stats, badFrames: this.#badFrameCount };
+    return { ...this.#liveness.stats, badFrames: this.#badFramesTotal };
   }
 
   /** Why the connection closed, when it closed on an error. */
@@ -178,15 +146,7 @@ export class Connection {
       if (settles !== undefined) this.settle(settles);
       return;
     }
-    if (this.#window.backlogged >= this.options.maxBacklog) {
-      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: the peer is not acknowledging", {
-        resource: "send_backlog",
-        used: this.#window.backlogged,
-        limit: this.options.maxBacklog,
-      });
-    }
-    this.#window.defer(env);
-    if (settles !== undefined) this.#settleOnTransmit.set(env, settles);
+    this.#window.defer(env, settles);
   }
 
   /**
@@ -194,11 +154,7 @@ export class Connection {
    * answer, the caller's next request); when none comes this event-loop turn, it goes alone.
    */
   settle(seq: number): void {
-    // A flush already due this tick carries the ack (its beforeFlush hook); else one goes alone.
-    if (this.#acks.settle(seq) && !this.#ackPending && !this.#writer.scheduled) {
-      this.#ackPending = true;
-      setImmediate(this.#ackAlone);
-    }
+    this.#acks.settle(seq);
   }
 
   /** Every envelope sent or parked and not acknowledged, oldest first: what a new connection must redeliver. */
@@ -231,7 +187,7 @@ export class Connection {
     if (options.waitForAcks && this.#state === "open") await this.whenAcknowledged(options.waitForAcks);
     if ((this.#state as string) === "closed") return;
     this.#state = "closing";
-    this.#flushAcks();
+    this.#acks.flush();
     await Promise.race([this.#writer.whenFlushed(), Bun.sleep(1000)]);
     this.#socket.end();
     this.#finish();
@@ -286,25 +242,12 @@ export class Connection {
 
   #onFrame(buffer: Uint8Array, start: number, end: number): void {
     if (this.#state === "closed" || this.#state === "closing") return;
-    let value: any;
-    try {
-      value = this.#decoderCodec.decode(buffer, start, end);
-    } catch (error) {
-      // A records stream that failed to decode has lost its structure table: it cannot go on.
-      const fatal = this.#decoderCodec.name !== CodecName.MSGPACK;
-      this.#badFrame(new HermesError(ErrorCode.INVALID_REQUEST, "frame body is not valid MessagePack", {
-        reason: error instanceof Error ? error.message : String(error),
-        expected: "a MessagePack map",
-      }), fatal);
+    const body = decodeFrameBody(this.#decoderCodec, buffer, start, end, this.#state === "handshaking");
+    if ("error" in body) {
+      this.#badFrame(body.error, body.fatal);
       return;
     }
-    if (!isPlainMap(value)) {
-      this.#badFrame(new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", {
-        reason: `got ${describeValue(value)}`,
-        expected: "a MessagePack map",
-      }), this.#state === "handshaking");
-      return;
-    }
+    const value = body.map;
     if (this.#state === "handshaking") {
       if (value.message_type === MessageType.ERROR) {
         // The peer refused our hello and is closing: surface its coded reason.
@@ -338,14 +281,7 @@ export class Connection {
     const hasSeq = Number.isInteger(seq) && seq >= 1;
     if (hasSeq && seq > this.#receivedHighest) this.#receivedHighest = seq;
     if (!isValidEnvelope(value)) {
-      let error: HermesError;
-      try {
-        parseEnvelope(value);
-        error = invalidFrame("envelope rejected", "a Hermes envelope");
-      } catch (e) {
-        error = HermesError.from(e, ErrorCode.INVALID_REQUEST);
-      }
-      this.#badFrame(error, false, value);
+      this.#badFrame(envelopeRejection(value), false, value);
       if (hasSeq) this.settle(seq);
       return;
     }
@@ -353,17 +289,13 @@ export class Connection {
       this.#badFrame(invalidFrame("seq: required on a connection", "seq: integer from 1, per connection and direction"), false, value);
       return;
     }
-    if (this.#receivedHighest - this.#acks.handledThrough > this.options.window) {
+    if (this.#receivedHighest - this.#acks.tracker.handledThrough > this.options.window) {
       // The peer ignored our window: refuse rather than let the mailbox grow without bound.
-      this.#reply(value, new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "peer exceeded the credit window", {
-        resource: "window",
-        used: this.#receivedHighest - this.#acks.handledThrough,
-        limit: this.options.window,
-      }));
+      this.#reply(value, windowExceeded(this.#receivedHighest - this.#acks.tracker.handledThrough, this.options.window));
       this.settle(seq);
       return;
     }
-    this.#badFrames = 0;
+    this.#badFramesInARow = 0;
     this.#deliver(value, seq);
   }
 
@@ -408,38 +340,22 @@ export class Connection {
     let env: Envelope | undefined;
     while (this.#state === "open" && (env = this.#window.takeDeferred()) !== undefined) {
       this.#transmit(env);
-      if (this.#settleOnTransmit.size > 0) {
-        const seq = this.#settleOnTransmit.get(env);
-        if (seq !== undefined) {
-          this.#settleOnTransmit.delete(env);
-          this.settle(seq);
-        }
-      }
+      const seq = this.#window.settlesOf(env);
+      if (seq !== undefined) this.settle(seq);
     }
   }
 
   /** Answers a frame with a coded error envelope (correlated when the frame had a message_id). */
   #reply(value: any, error: HermesError): void {
-    const correlation = typeof value?.message_id === "string" ? value.message_id : "";
-    const envelope: Envelope = {
-      message_id: newMessageId(),
-      message_type: MessageType.ERROR,
-      trace_id: typeof value?.trace_id === "string" && value.trace_id ? value.trace_id : correlation || "connection",
-      source_agent: this.options.node,
-      target_agent: typeof value?.reply_to === "string" && value.reply_to ? value.reply_to : this.peer?.node ?? "peer",
-      correlation_id: correlation,
-      timestamp: Date.now(),
-      ttl: 60_000,
-      payload: error.toPayload(),
-    };
+    const envelope = connectionErrorEnvelope(value, error, this.options.node, this.peer?.node);
     if (this.#state === "open") this.send(envelope);
     else this.#writeControl(envelope);
   }
 
   #badFrame(error: HermesError, fatal: boolean, value?: unknown): void {
-    this.#badFrames++;
-    this.#badFrameCount++;
-    if (fatal || this.#badFrames > this.options.maxBadFrames) {
+    this.#badFramesInARow++;
+    this.#badFramesTotal++;
+    if (fatal || this.#badFramesInARow > this.options.maxBadFrames) {
       this.#failAndClose(error);
       return;
     }
@@ -472,7 +388,7 @@ export class Connection {
   #finish(): void {
     if (this.#state === "closed") return;
     this.#state = "closed";
-    clearInterval(this.#timer);
+    this.#liveness.stop();
     this.#writer.discard();
     this.#decoder.reset();
     const error = this.#closeError ?? new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the handshake finished");

@@ -1,6 +1,8 @@
 import type { HermesError } from "../src/protocol/hermes-error.ts";
 import { invalidFrame } from "./frame-errors.ts";
 
+const HOUSEKEEPING_MS = 250;
+
 /** What the connection should do after a liveness check. */
 export type LivenessAction =
   | { type: "close"; error: HermesError }
@@ -26,6 +28,18 @@ export class Liveness {
   #missedPongs = 0;
   #pingOutstanding = false;
   #lastPingSent = 0;
+
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  /** Runs `check` (the connection's housekeeping) every 250 ms, or every ping interval if shorter. */
+  start(check: () => void): void {
+    this.#timer = setInterval(check, Math.min(HOUSEKEEPING_MS, this.pingIntervalMs));
+    this.#timer.unref?.();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 
   constructor(options: { pingIntervalMs: number; helloTimeoutMs: number; frameTimeoutMs: number }) {
     this.pingIntervalMs = options.pingIntervalMs;

@@ -6,7 +6,9 @@ import { MessageType } from "../src/protocol/message-types.ts";
 import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
 import type { Connection, ConnectionOptions } from "./connection.ts";
 import { DedupeCache, type DedupeStore } from "./dedupe-cache.ts";
+import { DeadLetters, type DeadLetter } from "./dead-letters.ts";
 import { PeerLink } from "./peer-link.ts";
+import { ReplyPaths } from "./reply-paths.ts";
 import { PendingRequests } from "./pending-requests.ts";
 import type { RegistryEntry } from "./registry-entry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./router.ts";
@@ -19,13 +21,8 @@ export interface InboundEvent {
   done(): void;
 }
 
-/** An envelope that could not be delivered, kept for inspection. */
-export interface DeadLetter {
-  envelope: Envelope;
-  destination: string;
-  error: ReturnType<HermesError["toPayload"]>;
-  at: number;
-}
+
+export type { DeadLetter } from "./dead-letters.ts";
 
 /** Settings of a mesh participant. */
 export interface MeshNodeOptions {
@@ -68,7 +65,6 @@ export interface MeshRequestOptions extends EnvelopeOptions {
   onProgress?: (payload: Payload, envelope: Envelope) => void;
 }
 
-const MAX_DEAD_LETTERS = 1000;
 
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
 const FAILURE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNKNOWN, ErrorCode.TASK_TIMEOUT, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE]);
@@ -90,10 +86,13 @@ export class MeshNode {
   #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
   #duplicates = new Map<string, Array<{ connection: Connection; seq: number }>>();
-  /** Open connections by the peer's node name, for answering on whatever path still exists. */
-  #byPeer = new Map<string, Set<Connection>>();
+  #replies = new ReplyPaths((to, reply) => {
+    const link = this.#links.get(to);
+    if (link?.connection) link.connection.send(reply);
+    else if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
+  });
   #sentVia = new WeakMap<Envelope, PeerLink>();
-  #deadLetters: DeadLetter[] = [];
+  #deadLetters = new DeadLetters();
   #closed = false;
 
   private constructor(options: MeshNodeOptions) {
@@ -125,12 +124,12 @@ export class MeshNode {
       queued += link.queued;
       inFlight += link.inFlight;
     }
-    return { pending: this.#pending.size, queued, inFlight, serving: this.#serving.size, deadLetters: this.#deadLetters.length };
+    return { pending: this.#pending.size, queued, inFlight, serving: this.#serving.size, deadLetters: this.#deadLetters.size };
   }
 
   /** Envelopes given up on (attempts exhausted), newest last. */
   deadLetters(): readonly DeadLetter[] {
-    return this.#deadLetters;
+    return this.#deadLetters.list();
   }
 
   /**
@@ -277,14 +276,7 @@ export class MeshNode {
   }
 
   #adoptConnection(connection: Connection): void {
-    const peer = connection.peer!.node;
-    let set = this.#byPeer.get(peer);
-    if (!set) this.#byPeer.set(peer, (set = new Set()));
-    set.add(connection);
-    connection.closed.then(() => {
-      set.delete(connection);
-      if (set.size === 0 && this.#byPeer.get(peer) === set) this.#byPeer.delete(peer);
-    });
+    this.#replies.track(connection);
     connection.onEnvelope = (env, seq) => this.#receive(env, seq, connection);
     connection.onAcknowledged = this.#answerAcknowledged;
   }
@@ -320,7 +312,7 @@ export class MeshNode {
         if (waiting) waiting.push({ connection, seq });
         else this.#duplicates.set(id, [{ connection, seq }]);
       } else if (seen.answer) {
-        this.#routeReply(seen.answer, connection, seq);
+        this.#replies.send(seen.answer, connection, seq);
       } else {
         connection.settle(seq);
       }
@@ -331,7 +323,7 @@ export class MeshNode {
       if (arrivedExpired(env)) {
         const reply = createErrorReply(env, this.address, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: env.ttl }));
         this.#dedupe.complete(id, reply);
-        this.#routeReply(reply, connection, seq);
+        this.#replies.send(reply, connection, seq);
         return;
       }
       this.#dedupe.begin(id, receivedAt);
@@ -370,7 +362,7 @@ export class MeshNode {
     const id = served.request.message_id;
     this.#serving.delete(id);
     this.#dedupe.complete(id, reply);
-    this.#routeReply(reply, connection, seq);
+    this.#replies.send(reply, connection, seq);
     this.#settleDuplicates(id);
   }
 
@@ -382,36 +374,7 @@ export class MeshNode {
   }
 
   #progress(request: Envelope, payload: Payload, connection: Connection): void {
-    this.#routeReply(createReply(MessageType.PROGRESS, request, this.address, payload), connection);
-  }
-
-  /**
-   * Sends an answer to its requester: on the connection the request came on while it is open,
-   * else on any open connection from that node, else through a link found in the registry.
-   * With none of those, the requester's redelivery will fetch it from the dedupe memory.
-   */
-  #routeReply(reply: Envelope, origin?: Connection, seq?: number): void {
-    if (origin?.isOpen) {
-      origin.send(reply, seq);
-      return;
-    }
-    const to = reply.target_agent!;
-    const open = this.#byPeer.get(to);
-    if (open) {
-      for (const connection of open) {
-        if (connection.isOpen) {
-          connection.send(reply);
-          return;
-        }
-      }
-    }
-    for (const link of this.#links.values()) {
-      if (link.address === to && link.connection) {
-        link.connection.send(reply);
-        return;
-      }
-    }
-    if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
+    this.#replies.send(createReply(MessageType.PROGRESS, request, this.address, payload), connection);
   }
 
   #cancelRemote(request: Envelope, error: HermesError): void {
@@ -420,8 +383,7 @@ export class MeshNode {
   }
 
   #deadLetter(env: Envelope, destination: string, error: HermesError): void {
-    this.#deadLetters.push({ envelope: env, destination, error: error.toPayload(), at: Date.now() });
-    if (this.#deadLetters.length > MAX_DEAD_LETTERS) this.#deadLetters.shift();
+    this.#deadLetters.add(env, destination, error);
     if (env.message_type === MessageType.REQUEST) this.#pending.fail(env.message_id, new HermesError(ErrorCode.UNAVAILABLE, error.message, error.fields));
   }
 

@@ -1,4 +1,6 @@
 import type { Envelope } from "../src/protocol/envelope.ts";
+import { ErrorCode } from "../src/protocol/error-codes.ts";
+import { HermesError } from "../src/protocol/hermes-error.ts";
 
 /**
  * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
@@ -15,8 +17,12 @@ export class SendWindow {
   #backlog: Envelope[] = [];
   #backlogHead = 0;
 
-  constructor(window: number) {
+  readonly maxBacklog: number;
+  #settles = new Map<Envelope, number>();
+
+  constructor(window: number, maxBacklog = 100_000) {
     this.window = window;
+    this.maxBacklog = maxBacklog;
   }
 
   /** Envelopes sent and not yet acknowledged. */
@@ -41,9 +47,29 @@ export class SendWindow {
     return seq;
   }
 
-  /** Parks an envelope until credit frees up. */
-  defer(env: Envelope): void {
+  /**
+   * Parks an envelope until credit frees up; `settles` is a received seq to acknowledge once it
+   * goes out (an answer parked for credit holds back the ack of its request). Throws code 6
+   * when `maxBacklog` envelopes already wait.
+   */
+  defer(env: Envelope, settles?: number): void {
+    if (this.backlogged >= this.maxBacklog) {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: the peer is not acknowledging", {
+        resource: "send_backlog",
+        used: this.backlogged,
+        limit: this.maxBacklog,
+      });
+    }
     this.#backlog.push(env);
+    if (settles !== undefined) this.#settles.set(env, settles);
+  }
+
+  /** The received seq a parked envelope settles once sent (see defer), consumed on read. */
+  settlesOf(env: Envelope): number | undefined {
+    if (this.#settles.size === 0) return undefined;
+    const seq = this.#settles.get(env);
+    if (seq !== undefined) this.#settles.delete(env);
+    return seq;
   }
 
   /** Next parked envelope when there is credit for it, else undefined. */
