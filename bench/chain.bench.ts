@@ -10,13 +10,14 @@
  *
  * Run alone: `bun bench/chain.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { meshRing } from "./adapters/mesh-ring.ts";
 import { rawRing } from "./adapters/raw-ring.ts";
 import type { RingPeer, RingSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram } from "./lib/histogram.ts";
-import { allowedCpus, availablePlacements, pinPid, pinSelf, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { allowedCpus, availablePlacements, pinPid, type Placement } from "./lib/placement.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const PEERS: readonly RingPeer[] = [meshRing, rawRing];
@@ -162,14 +163,4 @@ export const chainScenario: Scenario = {
   run: runChain,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runChain({ durationMs: quick ? 2000 : 12_000, rounds: quick ? 2 : 5, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runChain, { full: [12_000, 5], quick: [2000, 2] });

@@ -8,12 +8,13 @@
  *
  * Run alone: `bun bench/codec.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { createRequest } from "../src/protocol/envelope-factory.ts";
 import { json, plainMsgpack, recordsMsgpack } from "./adapters/codecs.ts";
 import type { CodecContender } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";
 import { PAYLOAD_128 } from "./lib/payload.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { rotated, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const CONTENDERS: readonly CodecContender[] = [plainMsgpack, recordsMsgpack, json];
@@ -130,9 +131,4 @@ export const codecScenario: Scenario = {
   run: runCodec,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const result = await runCodec({ durationMs: quick ? 1500 : 6000, rounds: quick ? 3 : 5, quick });
-  console.log(formatTable(result.figures));
-  for (const note of result.notes) console.log(note);
-}
+if (import.meta.main) await runStandalone(runCodec, { full: [6000, 5], quick: [1500, 3] }, false);

@@ -13,14 +13,15 @@
  *
  * Run alone: `bun bench/fanin.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { availableParallelism } from "node:os";
 import { hermesFanin, rawFanin } from "./adapters/fan-in.ts";
 import type { FaninPeer, FaninSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { median } from "./lib/histogram.ts";
 import { RAW_128 } from "./lib/payload.ts";
-import { allowedCpus, availablePlacements, BOTH_CORES, pinPid, pinSelf, taskset, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { allowedCpus, availablePlacements, BOTH_CORES, pinPid, taskset, type Placement } from "./lib/placement.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const PEERS: readonly FaninPeer[] = [hermesFanin, rawFanin];
@@ -139,14 +140,4 @@ export const faninScenario: Scenario = {
   run: runFanin,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runFanin({ durationMs: quick ? 2000 : 12_000, rounds: quick ? 2 : 4, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runFanin, { full: [12_000, 4], quick: [2000, 2] });

@@ -15,14 +15,15 @@
  *
  * Run alone: `bun bench/fanout.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { AUDIENCES, meshFanout } from "./adapters/mesh-fanout.ts";
 import { rawFanout } from "./adapters/raw-fanout.ts";
 import type { FanoutPeer, FanoutSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram, median } from "./lib/histogram.ts";
 import { monoPrecise } from "./lib/mono-clock.ts";
-import { allowedCpus, availablePlacements, CROSS_CORE, pinPid, pinSelf, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { allowedCpus, availablePlacements, CROSS_CORE, pinPid, type Placement } from "./lib/placement.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const PEERS: readonly FanoutPeer[] = [meshFanout, rawFanout];
@@ -170,14 +171,4 @@ export const fanoutScenario: Scenario = {
   run: runFanout,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runFanout({ durationMs: quick ? 2000 : 12_000, rounds: quick ? 2 : 5, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runFanout, { full: [12_000, 5], quick: [2000, 2] });

@@ -11,13 +11,14 @@
  *
  * Run alone: `bun bench/footprint.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { availableParallelism } from "node:os";
 import { median } from "./lib/histogram.ts";
 import { spawnIdleBun, type IdleBun } from "./lib/idle-bun.ts";
 import { startBenchMesh, type BenchMesh } from "./lib/mesh.ts";
 import { processMemory, type ProcessMemory } from "./lib/proc-memory.ts";
 import { BOTH_CORES, pinSelf, taskset, UNPINNED } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 export const SIZES = [1, 10, 50] as const;
@@ -163,9 +164,4 @@ export const footprintScenario: Scenario = {
   run: runFootprint,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const result = await runFootprint({ durationMs: quick ? 300 : 1000, rounds: quick ? 1 : 3, quick });
-  console.log(formatTable(result.figures));
-  for (const note of result.notes) console.log(note);
-}
+if (import.meta.main) await runStandalone(runFootprint, { full: [1000, 3], quick: [300, 1] }, false);

@@ -10,6 +10,7 @@
  *
  * Run alone: `bun bench/hop.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { hermesRequest } from "./adapters/hermes-request.ts";
 import { meshHop } from "./adapters/mesh-hop.ts";
 import { rawEcho } from "./adapters/raw-echo.ts";
@@ -18,8 +19,8 @@ import type { SampledRoundTripPeer, SampledRoundTripSession } from "./adapters/t
 import { latencyChart } from "./lib/chart-data.ts";
 import { LatencyHistogram, PERCENTILES, type LatencySummary } from "./lib/histogram.ts";
 import { PAYLOAD_SIZES, sizeLabel } from "./lib/payload.ts";
-import { availablePlacements, pinSelf, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { availablePlacements, type Placement } from "./lib/placement.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const RAW = sampled(rawEcho);
@@ -148,14 +149,4 @@ export const hopScenario: Scenario = {
   run: runHop,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runHop({ durationMs: quick ? 3000 : 12_000, rounds: quick ? 4 : 10, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runHop, { full: [12_000, 10], quick: [3000, 4] });

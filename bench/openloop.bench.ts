@@ -14,6 +14,7 @@
  *
  * Run alone: `bun bench/openloop.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { hermesRequest } from "./adapters/hermes-request.ts";
 import { meshOpenLoop } from "./adapters/mesh-hop.ts";
 import { openLoopOf } from "./adapters/open-loop-local.ts";
@@ -22,8 +23,8 @@ import type { OpenLoopPeer, OpenLoopSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram, median } from "./lib/histogram.ts";
 import type { OpenLoopResult } from "./lib/open-loop.ts";
-import { availablePlacements, CROSS_CORE, pinSelf, type Placement } from "./lib/placement.ts";
-import { formatTable, formatValue, progress, progressDone, type Figure } from "./lib/report.ts";
+import { availablePlacements, CROSS_CORE, type Placement } from "./lib/placement.ts";
+import { formatValue, progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const TRANSPORT = openLoopOf(hermesRequest, "hermes transport");
@@ -158,14 +159,4 @@ export const openloopScenario: Scenario = {
   run: runOpenloop,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runOpenloop({ durationMs: quick ? 2500 : 30_000, rounds: quick ? 1 : 3, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runOpenloop, { full: [30_000, 3], quick: [2500, 1] });

@@ -9,13 +9,14 @@
  *
  * Run alone: `bun bench/pingpong.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { hermesRequest } from "./adapters/hermes-request.ts";
 import { ROUND_TRIP_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawEcho } from "./adapters/raw-echo.ts";
 import type { RoundTripPeer, RoundTripSession } from "./adapters/types.ts";
 import { LatencyHistogram, PERCENTILES, type LatencySummary } from "./lib/histogram.ts";
-import { availablePlacements, pinSelf, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { availablePlacements, type Placement } from "./lib/placement.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const PEERS: readonly RoundTripPeer[] = [hermesRequest, ...ROUND_TRIP_PEERS, rawEcho];
@@ -118,14 +119,4 @@ export const pingpongScenario: Scenario = {
   run: runPingpong,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runPingpong({ durationMs: quick ? 3000 : 12_000, rounds: quick ? 4 : 10, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runPingpong, { full: [12_000, 10], quick: [3000, 4] });

@@ -16,6 +16,7 @@
  *
  * Run alone: `bun bench/restart.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { availableParallelism } from "node:os";
 import type { MeshClient } from "../src/actor/connect-mesh.ts";
 import { median } from "./lib/histogram.ts";
@@ -23,7 +24,7 @@ import { spawnIdleBun } from "./lib/idle-bun.ts";
 import { startBenchMesh, type BenchMesh, type MeshMark } from "./lib/mesh.ts";
 import { PAYLOAD_128 } from "./lib/payload.ts";
 import { BOTH_CORES, pinSelf, SAME_CORE, taskset, UNPINNED, type Placement } from "./lib/placement.ts";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 /** The restart policy under test, as the mesh file says it (reported next to the figures). */
@@ -323,14 +324,4 @@ export const restartScenario: Scenario = {
   run: runRestart,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runRestart({ durationMs: quick ? 5000 : 30_000, rounds: quick ? 2 : 4, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runRestart, { full: [30_000, 4], quick: [5000, 2] });

@@ -10,6 +10,7 @@
  *
  * Run alone: `bun bench/stream.bench.ts [--quick]`.
  */
+import { runStandalone } from "./lib/standalone.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
 import { STREAM_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
@@ -18,7 +19,7 @@ import { median } from "./lib/histogram.ts";
 import { RAW_128 } from "./lib/payload.ts";
 import { availablePlacements, BOTH_CORES, pinSelf, taskset, type Placement } from "./lib/placement.ts";
 import { availableParallelism } from "node:os";
-import { formatTable, progress, progressDone, type Figure } from "./lib/report.ts";
+import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 export const WINDOWS = [1024, 4096, 8192] as const; // 4096 is the default window
@@ -157,14 +158,4 @@ export const streamScenario: Scenario = {
   run: runStream,
 };
 
-if (import.meta.main) {
-  const quick = process.argv.includes("--quick");
-  const restore = pinSelf(0);
-  try {
-    const result = await runStream({ durationMs: quick ? 3000 : 12_000, rounds: quick ? 3 : 5, quick });
-    console.log(formatTable(result.figures));
-    for (const note of result.notes) console.log(note);
-  } finally {
-    restore();
-  }
-}
+if (import.meta.main) await runStandalone(runStream, { full: [12_000, 5], quick: [3000, 3] });
