@@ -16,6 +16,8 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    // The poll interval of this deadline wait, not a wait for time to pass: the loop ends as
+    // soon as the condition holds.
     await Bun.sleep(5);
   }
 }
