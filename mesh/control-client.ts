@@ -53,9 +53,12 @@ export class ControlClient {
     return this.channel.connection.closed;
   }
 
-  /** An actor instance introduces itself; the registry snapshot comes back. */
-  async register(pid: number, declared: { capabilities: readonly string[]; subscriptions: readonly string[] }): Promise<{ heartbeatMs: number }> {
-    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, pid, ...declared });
+  /**
+   * An actor instance introduces itself with the one-time secret the supervisor spawned it with
+   * (a wrong one is code 5); the registry snapshot comes back.
+   */
+  async register(secret: string, declared: { capabilities: readonly string[]; subscriptions: readonly string[] }): Promise<{ heartbeatMs: number }> {
+    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, secret, pid: process.pid, ...declared });
     this.#applySnapshot(reply.entries as RegistryEntry[]);
     return { heartbeatMs: Number(reply.heartbeat_ms) || 1000 };
   }

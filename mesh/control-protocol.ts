@@ -18,13 +18,18 @@ export function actorSocketPath(dir: string, name: string, instance: number, poo
   return join(dir, poolSize > 1 ? `${name}.${instance}.sock` : `${name}.sock`);
 }
 
+/** Where a joined client listens, when it listens: `<dir>/clients/<address>.sock`. */
+export function clientSocketPath(dir: string, address: string): string {
+  return join(dir, "clients", `${address}.sock`);
+}
+
 /** An instance's address: its name, or `name#i` in a pool. */
 export function actorAddress(name: string, instance: number, poolSize: number): string {
   return poolSize > 1 ? `${name}#${instance}` : name;
 }
 
 export const ControlOp = {
-  /** actor → supervisor (request): I am this instance (pid, what my module declares); answer: registry snapshot. */
+  /** actor → supervisor (request): I am this instance (its one-time spawn secret, what my module declares); answer: registry snapshot. */
   REGISTER: "register",
   /** actor → supervisor (request): listening and initialised; mark me healthy. */
   READY: "ready",
@@ -32,7 +37,7 @@ export const ControlOp = {
   HEARTBEAT: "heartbeat",
   /** client → supervisor (request): a program outside the tree joins (connectMesh); answer: snapshot. */
   JOIN: "join",
-  /** client → supervisor (request): replace my topic subscriptions. */
+  /** member → supervisor (request): replace this connection's own topic subscriptions. */
   SUBSCRIBE: "subscribe",
   /** anyone → supervisor (request): the registry with process details, for `hermes-mesh ps`. */
   PS: "ps",

@@ -5,12 +5,13 @@ import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
 import { stableAgentId } from "../src/protocol/ids.ts";
 import type { Connection } from "./connection.ts";
-import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
+import { clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
 import type { RegistryEntry } from "./registry-entry.ts";
 import type { Registry, RegistryUpdate } from "./registry.ts";
 import { RequestChannel } from "./request-channel.ts";
 import { listen, type Listener } from "./transport.ts";
 import { hostname } from "node:os";
+import { timingSafeEqual } from "node:crypto";
 
 export interface ControlServerOptions {
   dir: string;
@@ -27,7 +28,6 @@ export interface ControlServerOptions {
 interface Member {
   channel: RequestChannel;
   kind: "actor" | "client";
-  pid?: number;
 }
 
 /**
@@ -40,6 +40,10 @@ export class ControlServer {
   #options: ControlServerOptions;
   #listener!: Listener;
   #members = new Map<string, Member>();
+  /** The verified address of each control connection: every op acts on it, never on a payload's. */
+  #addressOf = new WeakMap<RequestChannel, string>();
+  /** One-time registration secrets of the children the supervisor is starting, by address. */
+  #spawnSecrets = new Map<string, string>();
   #lastHeartbeat = new Map<string, number>();
   #pendingUpdates: RegistryUpdate[] = [];
   /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
@@ -64,6 +68,19 @@ export class ControlServer {
     return server;
   }
 
+  /**
+   * The supervisor is about to spawn the instance `address` with `secret` in its environment:
+   * only a `register` presenting it (once) makes a connection that instance. A newer secret
+   * replaces an unused older one, so a restarted child's predecessor cannot register.
+   *
+   * @example
+   * const secret = newSpawnSecret();
+   * control.expectSpawn("echo#0", secret); // then spawn with HERMES_SPAWN_SECRET=secret
+   */
+  expectSpawn(address: string, secret: string): void {
+    this.#spawnSecrets.set(address, secret);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.#watchdog);
     this.#unsubscribe();
@@ -72,7 +89,7 @@ export class ControlServer {
 
   #accept(connection: Connection): void {
     const channel: RequestChannel = new RequestChannel(connection, SUPERVISOR_ADDRESS, (request): Payload => this.#handle(request, channel));
-    channel.onEvent = (event: Envelope) => this.#onEvent(event);
+    channel.onEvent = (event: Envelope) => this.#onEvent(event, channel);
     connection.closed.then(() => this.#disconnected(channel));
   }
 
@@ -83,27 +100,35 @@ export class ControlServer {
       case ControlOp.REGISTER: {
         const address = String(p.address);
         const entry = registry.byAddress(address);
-        if (!entry) throw new HermesError(ErrorCode.UNROUTABLE, `${address} is not an actor of this mesh`, { target: address, known: registry.known() });
-        this.#members.set(address, { channel, kind: "actor", pid: Number(p.pid) });
-        const declared = (key: "capabilities" | "subscriptions") => [...new Set([...entry[key], ...(Array.isArray(p[key]) ? (p[key] as string[]) : [])])];
-        registry.patch(address, { pid: Number(p.pid), capabilities: declared("capabilities"), subscriptions: declared("subscriptions"), updatedAt: Date.now() });
+        if (!entry || entry.kind === "client") throw new HermesError(ErrorCode.UNROUTABLE, `${address} is not an actor of this mesh`, { target: address, known: registry.known() });
+        this.#verifySpawnSecret(address, p.secret);
+        this.#bind(channel, address, "actor");
+        // The pid is not taken from the message: the supervisor records the one it spawned.
+        const declared = (key: "capabilities" | "subscriptions") => [...new Set([...entry[key], ...stringList(p[key])])];
+        registry.patch(address, { capabilities: declared("capabilities"), subscriptions: declared("subscriptions"), updatedAt: Date.now() });
         return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };
       }
       case ControlOp.READY: {
-        const address = String(p.address);
+        const address = this.#ownAddress(channel, "actor");
         this.#lastHeartbeat.set(address, Date.now());
         registry.patch(address, { health: "healthy", updatedAt: Date.now() });
         return { ok: true };
       }
       case ControlOp.JOIN: {
         const address = String(p.address);
-        if (registry.byAddress(address)) throw new HermesError(ErrorCode.INVALID_REQUEST, `address ${address} is taken`, { reason: "duplicate address", expected: "a unique client address" });
-        this.#members.set(address, { channel, kind: "client" });
-        registry.upsert(clientEntry(address, typeof p.socket === "string" ? p.socket : "", stringList(p.subscriptions), this.#options.meshName));
+        this.#checkClientAddress(address);
+        this.#bind(channel, address, "client");
+        // A client listens only where its address says: never on a socket of its own choosing.
+        const socket = p.socket === undefined ? "" : clientSocketPath(this.#options.dir, address);
+        if (p.socket !== undefined && p.socket !== socket) {
+          this.#unbind(channel);
+          throw new HermesError(ErrorCode.INVALID_REQUEST, `a client's socket must be ${socket}`, { reason: `socket ${JSON.stringify(p.socket)} is not the client's own`, expected: socket });
+        }
+        registry.upsert(clientEntry(address, socket, stringList(p.subscriptions), this.#options.meshName));
         return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };
       }
       case ControlOp.SUBSCRIBE: {
-        registry.patch(String(p.address), { subscriptions: stringList(p.subscriptions), updatedAt: Date.now() });
+        registry.patch(this.#ownAddress(channel), { subscriptions: stringList(p.subscriptions), updatedAt: Date.now() });
         return { ok: true };
       }
       case ControlOp.STATS:
@@ -121,10 +146,61 @@ export class ControlServer {
     throw new HermesError(ErrorCode.INVALID_REQUEST, `unknown control op '${String(p.op)}'`, { reason: "unknown op", expected: Object.values(ControlOp) });
   }
 
-  #onEvent(event: Envelope): void {
+  /** The spawn secret is consumed by its first use, right or wrong guesses aside. */
+  #verifySpawnSecret(address: string, presented: unknown): void {
+    const expected = this.#spawnSecrets.get(address);
+    if (expected === undefined || typeof presented !== "string" || !sameSecret(presented, expected)) {
+      this.#options.log.warn("register refused: no valid spawn secret", { actor: address });
+      throw new HermesError(ErrorCode.AUTH_FAILED, `register as ${address} refused: it needs the one-time secret the supervisor gave the process it spawned`, { auth_method: "spawn_secret" });
+    }
+    this.#spawnSecrets.delete(address);
+  }
+
+  /**
+   * Clients live in their own namespace: never an actor's name (a pool's name included), an
+   * instance address, a stable id, or anything with the instance separator `#`.
+   */
+  #checkClientAddress(address: string): void {
+    const refuse = (why: string) => {
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `client address ${JSON.stringify(address)} refused: ${why}`, { reason: why, expected: "a unique client address of letters, digits, '.', '_' and '-' that names no actor" });
+    };
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(address)) refuse("it is not a plain name (letters, digits, '.', '_', '-'; at most 128)");
+    if (address === SUPERVISOR_ADDRESS) refuse("it is the supervisor's");
+    const taken = this.#options.registry.resolveTarget(address);
+    if (taken.length > 0) refuse(taken.some((e) => e.kind !== "client") ? "it names an actor of the mesh" : "it is taken");
+  }
+
+  #bind(channel: RequestChannel, address: string, kind: Member["kind"]): void {
+    const bound = this.#addressOf.get(channel);
+    if (bound !== undefined) {
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `this connection is already ${bound}`, { reason: "one member per control connection", expected: "a new connection for another member" });
+    }
+    this.#addressOf.set(channel, address);
+    this.#members.set(address, { channel, kind });
+  }
+
+  #unbind(channel: RequestChannel): void {
+    const address = this.#addressOf.get(channel);
+    if (address === undefined) return;
+    this.#addressOf.delete(channel);
+    if (this.#members.get(address)?.channel === channel) this.#members.delete(address);
+  }
+
+  /** The address this connection registered or joined as (code 5 before it did). */
+  #ownAddress(channel: RequestChannel, kind?: Member["kind"]): string {
+    const address = this.#addressOf.get(channel);
+    if (address === undefined || (kind !== undefined && this.#members.get(address)?.kind !== kind)) {
+      throw new HermesError(ErrorCode.AUTH_FAILED, kind === "actor" ? "only a registered actor may do this: register first" : "register or join first", { auth_method: kind === "actor" ? "spawn_secret" : "register_or_join" });
+    }
+    return address;
+  }
+
+  #onEvent(event: Envelope, channel: RequestChannel): void {
     const p = event.payload;
     if (p.op !== ControlOp.HEARTBEAT) return;
-    const address = event.source_agent;
+    // A heartbeat counts for the connection's own registered actor, whatever it names.
+    const address = this.#addressOf.get(channel);
+    if (address === undefined || this.#members.get(address)?.kind !== "actor") return;
     this.#lastHeartbeat.set(address, Date.now());
     if (p.stats && typeof p.stats === "object") this.#stats.set(address, { ...(p.stats as Record<string, unknown>), dead_letters: Number(p.dead_letters) || 0 });
     const entry = this.#options.registry.byAddress(address);
@@ -183,6 +259,17 @@ export class ControlServer {
       }
     });
   }
+}
+
+/** A fresh one-time registration secret for a child about to be spawned. */
+export function newSpawnSecret(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex");
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 function stringList(value: unknown): string[] {

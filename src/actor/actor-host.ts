@@ -46,6 +46,9 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const log = createLogger({ actor: address, pid: process.pid });
   // Modules may keep files next to the mesh (facts, sandboxes): they find it here.
   process.env.HERMES_MESH_DIR = options.dir;
+  // The registration secret is for this process alone: nothing it spawns inherits it.
+  const spawnSecret = process.env.HERMES_SPAWN_SECRET ?? "";
+  delete process.env.HERMES_SPAWN_SECRET;
   const definition = await loadDefinition(options.module);
   const registry = new Registry();
   const scheduler = schedulerFromEnv();
@@ -74,7 +77,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
       runtime.node?.notifyUp(update.type === "patch" ? update.address : update.entry.address);
     }
   });
-  const { heartbeatMs } = await control.register(process.pid, {
+  const { heartbeatMs } = await control.register(spawnSecret, {
     capabilities: definition.capabilities ?? [],
     subscriptions: definition.subscribe ?? [],
   });

@@ -1,5 +1,5 @@
-import { join } from "node:path";
 import { ControlClient } from "../../mesh/control-client.ts";
+import { clientSocketPath } from "../../mesh/control-protocol.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { MeshNode, type DeadLetter, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
@@ -54,7 +54,7 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
   const scheduler = schedulerFromEnv();
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
   const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
-  const socketPath = join(options.dir, "clients", `${address}.sock`);
+  const socketPath = clientSocketPath(options.dir, address);
   let node: MeshNode;
   try {
     node = await MeshNode.start({

@@ -1,13 +1,13 @@
 import { mkdirSync, readdirSync, unlinkSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControlServer } from "../../mesh/control-server.ts";
+import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
 import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
 import type { RegistryEntry } from "../../mesh/registry-entry.ts";
 import { Registry } from "../../mesh/registry.ts";
 import type { Logger } from "../actor/logger.ts";
 import { stableAgentId } from "../protocol/ids.ts";
-import type { ChildSpec as SupervisedChild } from "./child-spec.ts";
+import type { ChildHandle, ChildSpec as SupervisedChild } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { actorHostEntry } from "./actor-host-bundle.ts";
@@ -79,6 +79,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     throw new Error(`mesh.token_env names ${meshFile.mesh.token_env}, which is not set in the environment`);
   }
   const registry = new Registry();
+  const spawned = new Map<string, ChildHandle>();
   const hostEntry = await actorHostEntry(options.log);
   const control = await ControlServer.start({
     dir,
@@ -88,9 +89,9 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     log: options.log,
     ...(token !== undefined && { token }),
     onHung: (address) => {
-      // Killed like a crash: the supervisor restarts it by its strategy.
-      const pid = registry.byAddress(address)?.pid;
-      if (pid) process.kill(pid, "SIGKILL");
+      // Killed like a crash: the supervisor restarts it by its strategy. Only the process it
+      // spawned is signalled, never a pid some message named.
+      spawned.get(address)?.kill();
     },
   });
   // Restarts, exits and escalations go to the mesh's event logs too, next to the actors' own.
@@ -110,7 +111,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler })
+        ? instancesOf(child, { dir, name, registry, control, spawned, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
@@ -152,7 +153,10 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 /** One supervised child per pool instance, each registered as "starting" until it reports ready. */
 function instancesOf(
   spec: ActorSpec,
-  ctx: { dir: string; name: string; registry: Registry; token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string },
+  ctx: {
+    dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>;
+    token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string;
+  },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
@@ -165,7 +169,13 @@ function instancesOf(
       ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
     ];
     const output = (line: string) => (line === READY_LINE ? undefined : ctx.options.onOutput?.(address, line));
-    const start = processChild(cmd, memberProcess(ctx, output, { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }) }));
+    // Each start hands the child a new one-time secret: only it can register as this address.
+    const env = () => {
+      const secret = newSpawnSecret();
+      ctx.control.expectSpawn(address, secret);
+      return { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }), HERMES_SPAWN_SECRET: secret };
+    };
+    const start = processChild(cmd, memberProcess(ctx, output, env));
     return {
       id: address,
       restart: spec.restart,
@@ -179,7 +189,12 @@ function instancesOf(
           ctx.options.log.error("actor failed to start", { actor: address, error: String(error) });
           throw error;
         }
-        handle.exited.then(() => ctx.registry.patch(address, { health: "down", pid: undefined, queueDepth: 0, inFlight: 0, updatedAt: Date.now() }));
+        ctx.spawned.set(address, handle);
+        ctx.registry.patch(address, { pid: handle.pid, updatedAt: Date.now() });
+        handle.exited.then(() => {
+          if (ctx.spawned.get(address) === handle) ctx.spawned.delete(address);
+          ctx.registry.patch(address, { health: "down", pid: undefined, queueDepth: 0, inFlight: 0, updatedAt: Date.now() });
+        });
         return handle;
       },
     };
@@ -249,15 +264,15 @@ function gatewayChild(
 function memberProcess(
   ctx: { token: string | undefined; events: boolean; scheduler: string },
   output: (line: string) => void,
-  env: Record<string, string>,
+  env: Record<string, string> | (() => Record<string, string>),
 ): ProcessChildOptions {
   return {
-    env: {
-      ...env,
+    env: () => ({
+      ...(typeof env === "function" ? env() : env),
       ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
       ...(!ctx.events && { HERMES_EVENTS: "0" }),
       HERMES_SCHEDULER: ctx.scheduler,
-    },
+    }),
     onStdout: output,
     onStderr: output,
     ready: (line) => line === READY_LINE,

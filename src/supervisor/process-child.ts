@@ -7,8 +7,11 @@ import type { ChildHandle, ExitInfo } from "./child-spec.ts";
 
 /** Options of `processChild`. */
 export interface ProcessChildOptions {
-  /** Added to (and overriding) the parent's environment; an undefined value removes a variable. */
-  env?: Record<string, string | undefined>;
+  /**
+   * Added to (and overriding) the parent's environment; an undefined value removes a variable.
+   * A function is called at each start (a restarted child gets fresh values, such as a secret).
+   */
+  env?: Record<string, string | undefined> | (() => Record<string, string | undefined>);
   cwd?: string;
   /** Called with each stdout line (without the newline). Without it stdout is inherited. */
   onStdout?(line: string): void;
@@ -50,7 +53,7 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
       : onStdout;
     const proc = Bun.spawn(cmd, {
       cwd: options.cwd,
-      env: environment(options.env),
+      env: environment(typeof options.env === "function" ? options.env() : options.env),
       stdin: "ignore",
       stdout: stdoutLine ? "pipe" : "inherit",
       stderr: options.onStderr ? "pipe" : "inherit",

@@ -1,5 +1,5 @@
-import { join } from "node:path";
 import { ControlClient } from "../../mesh/control-client.ts";
+import { clientSocketPath } from "../../mesh/control-protocol.ts";
 import { schedulerPicker } from "../../mesh/instance-picker.ts";
 import { MeshNode, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
@@ -49,7 +49,7 @@ export class WorkflowLink {
     const registry = new Registry();
     const scheduler = schedulerFromEnv();
     const token = options.token !== undefined ? { token: options.token } : {};
-    const socketPath = join(options.dir, "clients", `${options.address}.sock`);
+    const socketPath = clientSocketPath(options.dir, options.address);
     const deadline = Date.now() + (options.joinTimeoutMs ?? 10_000);
     for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
       const control = await ControlClient.connect({ dir: options.dir, address: options.address, registry, ...token });
