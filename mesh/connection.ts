@@ -1,9 +1,9 @@
 import { createCodec, type FrameCodec } from "../src/protocol/codec.ts";
 import { CodecName, PROTOCOL_VERSION, type Hello } from "../src/protocol/control-frames.ts";
-import { isValidEnvelope } from "../src/protocol/envelope-check.ts";
+import { checkPayloadDepth, isValidEnvelope } from "../src/protocol/envelope-check.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { FrameDecoder } from "../src/protocol/frame-decoder.ts";
+import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from "../src/protocol/frame-decoder.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
 import { ControlType, MessageType } from "../src/protocol/message-types.ts";
 import { AckEmitter } from "./ack-emitter.ts";
@@ -39,6 +39,12 @@ export class Connection {
   }
   /** When set, called for every envelope the peer acknowledged (a durable outbox deletes it then). */
   onAcknowledged: ((env: Envelope) => void) | undefined;
+  /**
+   * An envelope that waited for credit turned out unsendable when its turn came (it could not
+   * be encoded, or its frame is over the peer's limit): it took no `seq`, and its owner answers
+   * for it. (One sent at once throws the same error from send() instead.)
+   */
+  onUnsendable: ((env: Envelope, error: HermesError) => void) | undefined;
   /** Status changes: open, unhealthy, healthy, closed. */
   onStatus: (status: ConnectionStatus) => void = () => {};
   /** The peer's hello, once received. */
@@ -93,6 +99,7 @@ export class Connection {
       node: this.options.node,
       codecs: this.options.codecs,
       window: this.options.window,
+      max_frame_bytes: this.options.maxFrameBytes,
       ...(this.role === "dialer" && this.options.token !== undefined && { token: this.options.token }),
     });
   }
@@ -135,12 +142,15 @@ export class Connection {
   /**
    * Sends an envelope: stamped with the next `seq` (the object becomes the connection's until
    * acknowledged) and written this tick, or parked until the peer grants credit.
-   * Throws code 10 on a closed connection and code 6 when the backlog is full.
+   * Throws code 10 on a closed connection, code 6 when the backlog is full or the frame is over
+   * the peer's limit, and code 2 for a payload nested too deep or not encodable; a refused
+   * envelope takes no `seq`, so the link goes on.
    */
   send(env: Envelope, settles?: number): void {
     if (this.#state === "closed" || this.#state === "closing") {
       throw new HermesError(ErrorCode.UNAVAILABLE, "connection is closed", { retry_after_ms: 100 });
     }
+    checkPayloadDepth(env.payload);
     if (this.#state === "open" && this.#window.hasCredit && this.#window.backlogged === 0) {
       this.#transmit(env);
       if (settles !== undefined) this.settle(settles);
@@ -229,9 +239,45 @@ export class Connection {
 
   // ---- internals ----
 
+  /**
+   * Encodes and writes one envelope with the next seq, which is committed only once the frame
+   * is known to be sendable: a gap in seqs would stall the peer's cumulative ack for good.
+   */
   #transmit(env: Envelope): void {
-    env.seq = this.#window.assign(env);
-    this.#writer.pushFrame(this.#encoder.encode(env));
+    env.seq = this.#window.nextSeq;
+    let frame: Uint8Array;
+    try {
+      frame = this.#encoder.encode(env);
+    } catch (error) {
+      delete env.seq;
+      this.#encoderOutOfStep();
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `envelope cannot be encoded: ${(error as Error).message}`, {
+        reason: (error as Error).message,
+        expected: "a payload of MessagePack values",
+      }, { cause: error });
+    }
+    const limit = this.peer?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES;
+    if (frame.length > limit) {
+      delete env.seq;
+      this.#encoderOutOfStep();
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `frame of ${frame.length} bytes is over the peer's limit of ${limit}`, {
+        resource: "frame_bytes",
+        used: frame.length,
+        limit,
+      });
+    }
+    this.#window.assign(env);
+    this.#writer.pushFrame(frame);
+  }
+
+  /**
+   * A records encoder that packed a frame which is then not sent has learned structures the
+   * peer never will: the stream cannot go on. The connection is dropped (after the caller has
+   * its error) and the owner's link resends what was unacknowledged on a fresh one.
+   */
+  #encoderOutOfStep(): void {
+    if (this.#encoder.name === CodecName.MSGPACK) return;
+    queueMicrotask(() => this.destroy(new HermesError(ErrorCode.UNAVAILABLE, "connection reset: an unsendable frame left the records encoder out of step")));
   }
 
   #writeControl(frame: Record<string, unknown>): void {
@@ -282,6 +328,13 @@ export class Connection {
     if (hasSeq && seq > this.#receivedHighest) this.#receivedHighest = seq;
     if (!isValidEnvelope(value)) {
       this.#badFrame(envelopeRejection(value), false, value);
+      if (hasSeq) this.settle(seq);
+      return;
+    }
+    try {
+      checkPayloadDepth(value.payload);
+    } catch (error) {
+      this.#badFrame(error as HermesError, false, value);
       if (hasSeq) this.settle(seq);
       return;
     }
@@ -339,7 +392,11 @@ export class Connection {
   #releaseBacklog(): void {
     let env: Envelope | undefined;
     while (this.#state === "open" && (env = this.#window.takeDeferred()) !== undefined) {
-      this.#transmit(env);
+      try {
+        this.#transmit(env);
+      } catch (error) {
+        this.onUnsendable?.(env, HermesError.from(error));
+      }
       const seq = this.#window.settlesOf(env);
       if (seq !== undefined) this.settle(seq);
     }

@@ -1,6 +1,6 @@
 import type { FrameCodec } from "../src/protocol/codec.ts";
 import { CodecName } from "../src/protocol/control-frames.ts";
-import { isPlainMap } from "../src/protocol/envelope-check.ts";
+import { isPlainMap, MAX_PAYLOAD_DEPTH } from "../src/protocol/envelope-check.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
 import { describeValue } from "./frame-errors.ts";
@@ -18,10 +18,12 @@ export function decodeFrameBody(codec: FrameCodec, buffer: Uint8Array, start: nu
   try {
     value = codec.decode(buffer, start, end);
   } catch (error) {
+    // A recursive decoder runs out of stack on values nested thousands deep.
+    const tooDeep = error instanceof RangeError;
     return {
-      error: new HermesError(ErrorCode.INVALID_REQUEST, "frame body is not valid MessagePack", {
+      error: new HermesError(ErrorCode.INVALID_REQUEST, tooDeep ? "frame body nests too deep to decode" : "frame body is not valid MessagePack", {
         reason: error instanceof Error ? error.message : String(error),
-        expected: "a MessagePack map",
+        expected: tooDeep ? `a MessagePack map whose payload nests at most ${MAX_PAYLOAD_DEPTH} levels` : "a MessagePack map",
       }),
       fatal: codec.name !== CodecName.MSGPACK,
     };

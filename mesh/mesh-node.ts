@@ -265,6 +265,7 @@ export class MeshNode {
         onEnvelope: (env, seq, connection) => this.#receive(env, seq, connection),
         onDeadLetter: (env, error) => this.#deadLetter(env, address, error),
         onExpired: (env) => this.#expired(env),
+        onUnsendable: (env, error) => this.#unsendable(env, address, error),
         onAcknowledged: (env: Envelope) => {
           this.#answerAcknowledged(env);
           this.#options.onDelivered?.(env, address);
@@ -361,8 +362,15 @@ export class MeshNode {
   #answered(served: ServedRequest, reply: Envelope, connection: Connection, seq: number): void {
     const id = served.request.message_id;
     this.#serving.delete(id);
-    this.#dedupe.complete(id, reply);
-    this.#replies.send(reply, connection, seq);
+    let answer = reply;
+    try {
+      this.#replies.send(answer, connection, seq);
+    } catch (error) {
+      // The handler's answer cannot travel (too deep, too big): the requester learns why at once.
+      answer = createErrorReply(served.request, this.address, unsendableAnswer(HermesError.from(error)));
+      this.#replies.send(answer, connection, seq);
+    }
+    this.#dedupe.complete(id, answer);
     this.#settleDuplicates(id);
   }
 
@@ -387,9 +395,33 @@ export class MeshNode {
     if (env.message_type === MessageType.REQUEST) this.#pending.fail(env.message_id, new HermesError(ErrorCode.UNAVAILABLE, error.message, error.fields));
   }
 
+  /** An envelope refused after it waited: a request fails at its sender, an answer becomes an error answer. */
+  #unsendable(env: Envelope, destination: string, error: HermesError): void {
+    switch (env.message_type) {
+      case MessageType.REQUEST:
+        this.#pending.fail(env.message_id, error);
+        return;
+      case MessageType.RESPONSE:
+      case MessageType.ERROR: {
+        const request = { message_id: env.correlation_id!, trace_id: env.trace_id, reply_to: env.target_agent!, source_agent: env.target_agent!, ttl: env.ttl };
+        const answer = createErrorReply(request, this.address, unsendableAnswer(error));
+        this.#dedupe.complete(env.correlation_id!, answer);
+        this.#link(destination).send(answer);
+        return;
+      }
+      default:
+        this.#deadLetters.add(env, destination, error);
+    }
+  }
+
   #expired(env: Envelope): void {
     if (env.message_type === MessageType.REQUEST) {
       this.#pending.fail(env.message_id, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before the destination was reachable", { ttl: env.ttl }));
     }
   }
+}
+
+/** The error a requester gets in place of an answer that could not be sent. */
+function unsendableAnswer(error: HermesError): HermesError {
+  return new HermesError(error.code, `the answer could not be sent: ${error.message}`, error.fields);
 }

@@ -20,6 +20,8 @@ export interface PeerLinkOptions {
   onDeadLetter: (env: Envelope, error: HermesError) => void;
   /** An envelope's ttl ran out while it waited for the destination. */
   onExpired: (env: Envelope) => void;
+  /** An envelope that waited turned out unsendable (too deep, over the peer's frame limit): answer for it. */
+  onUnsendable: (env: Envelope, error: HermesError) => void;
   /** The peer acknowledged this envelope (handled it). */
   onAcknowledged?: (env: Envelope) => void;
   /** Reconnect backoff: first delay and ceiling, ms. Default 5 and 500. */
@@ -141,6 +143,7 @@ export class PeerLink {
     this.#failures = 0;
     connection.onEnvelope = this.#options.onEnvelope;
     connection.onAcknowledged = this.#options.onAcknowledged;
+    connection.onUnsendable = this.#options.onUnsendable;
     connection.closed.then(() => this.#onBroken(connection));
     const queue = this.#queue;
     this.#queue = [];
@@ -153,7 +156,11 @@ export class PeerLink {
       }
       env.ttl = remaining;
       delete env.seq;
-      connection.send(env);
+      try {
+        connection.send(env);
+      } catch (error) {
+        this.#options.onUnsendable(env, HermesError.from(error));
+      }
     }
   }
 

@@ -40,6 +40,11 @@ export class SendWindow {
     return this.inFlight < this.window;
   }
 
+  /** The seq the next envelope sent will get. */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
   /** Records an envelope as sent and returns its seq. */
   assign(env: Envelope): number {
     const seq = this.#nextSeq++;

@@ -21,6 +21,8 @@ export const HelloSchema = z.looseObject({
   }),
   window: z.number().int().min(1).max(1_000_000),
   token: z.string().optional(),
+  /** Largest frame body this side accepts (additive; a peer that omits it is assumed to take 16 MiB). */
+  max_frame_bytes: z.number().int().min(1).optional(),
 });
 export type Hello = z.infer<typeof HelloSchema>;
 
