@@ -4,6 +4,7 @@ import { DEFAULT_MAX_FRAME_BYTES } from "../src/protocol/frame-decoder.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import type { HermesError } from "../src/protocol/hermes-error.ts";
 import type { Connection } from "./connection.ts";
+import { DEFAULT_MAX_UNACKED_BYTES } from "./send-window.ts";
 
 /** Settings shared by both ends of a connection. */
 export interface ConnectionOptions {
@@ -29,6 +30,18 @@ export interface ConnectionOptions {
   maxBadFrames?: number;
   /** Most envelopes that may wait for credit before send() refuses with code 6. Default 100000. */
   maxBacklog?: number;
+  /**
+   * Byte budget of sending: past this many unacknowledged frame bytes nothing more goes out
+   * (backpressure), and once the envelopes waiting for credit hold as much, send() refuses with
+   * code 6 (`send_bytes`). Default 16 MiB.
+   */
+  maxUnackedBytes?: number;
+  /**
+   * Byte budget of receiving: large envelopes (64 KiB and more) received and not yet handled
+   * hold at most this much; one more is answered with code 6 (`receive_bytes`). Default 32 MiB,
+   * above a well-behaved sender's maxUnackedBytes plus one frame.
+   */
+  maxUnhandledBytes?: number;
 }
 
 /** The socket operations a connection uses; Bun's TCP and Unix sockets provide them. */
@@ -64,6 +77,8 @@ export function resolveConnectionOptions(options: ConnectionOptions): ResolvedCo
     frameTimeoutMs: 30_000,
     maxBadFrames: 16,
     maxBacklog: 100_000,
+    maxUnackedBytes: DEFAULT_MAX_UNACKED_BYTES,
+    maxUnhandledBytes: 32 * 1024 * 1024,
     ...options,
     codecs,
   };

@@ -1,6 +1,7 @@
 import { createCodec, type FrameCodec } from "../src/protocol/codec.ts";
 import { CodecName, PROTOCOL_VERSION, type Hello } from "../src/protocol/control-frames.ts";
-import { checkPayloadDepth, isValidEnvelope } from "../src/protocol/envelope-check.ts";
+import { isValidEnvelope } from "../src/protocol/envelope-check.ts";
+import { checkPayloadDepth } from "../src/protocol/payload-limits.ts";
 import type { Envelope } from "../src/protocol/envelope.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from "../src/protocol/frame-decoder.ts";
@@ -18,6 +19,9 @@ import { SendWindow } from "./send-window.ts";
 import { WriteQueue } from "./write-queue.ts";
 
 export type { ConnectionOptions, ConnectionSocket, ConnectionStatus, EnvelopeHandler } from "./connection-options.ts";
+
+/** Frames from this size on count against the receive byte budget (small ones are bounded by the window). */
+const BIG_FRAME_BYTES = 64 * 1024;
 
 
 /**
@@ -72,6 +76,9 @@ export class Connection {
   #badFramesInARow = 0;
   #liveness: Liveness;
   #receivedHighest = 0;
+  /** Received big frames not yet handled, by seq, and their total: the receive byte budget. */
+  #bigFramesHeld = new Map<number, number>();
+  #heldBytes = 0;
   #closeError: HermesError | undefined;
 
   constructor(socket: ConnectionSocket, role: "dialer" | "acceptor", options: ConnectionOptions) {
@@ -82,7 +89,7 @@ export class Connection {
     this.#acks.attach(this.#writer);
     this.#decoder = new FrameDecoder(this.options.maxFrameBytes);
     this.#liveness = new Liveness(this.options);
-    this.#window = new SendWindow(1, this.options.maxBacklog);
+    this.#window = new SendWindow(1, this.options.maxBacklog, this.options.maxUnackedBytes);
     this.#waiters = new CreditWaiters(this.#window);
     this.ready = this.#readyResolvers.promise;
     this.ready.catch(() => {});
@@ -164,6 +171,7 @@ export class Connection {
    * answer, the caller's next request); when none comes this event-loop turn, it goes alone.
    */
   settle(seq: number): void {
+    if (this.#bigFramesHeld.size > 0) this.#releaseHeldBytes(seq);
     this.#acks.settle(seq);
   }
 
@@ -266,7 +274,7 @@ export class Connection {
         limit,
       });
     }
-    this.#window.assign(env);
+    this.#window.assign(env, frame.length);
     this.#writer.pushFrame(frame);
   }
 
@@ -319,10 +327,10 @@ export class Connection {
         this.#badFrame(invalidFrame("hello sent twice", "one hello per direction, first"), false);
         return;
     }
-    this.#onEnvelopeFrame(value);
+    this.#onEnvelopeFrame(value, end - start);
   }
 
-  #onEnvelopeFrame(value: any): void {
+  #onEnvelopeFrame(value: any, bytes: number): void {
     const seq = value.seq;
     const hasSeq = Number.isInteger(seq) && seq >= 1;
     if (hasSeq && seq > this.#receivedHighest) this.#receivedHighest = seq;
@@ -348,8 +356,32 @@ export class Connection {
       this.settle(seq);
       return;
     }
+    if (bytes >= BIG_FRAME_BYTES && !this.#holdBytes(seq, bytes)) {
+      this.#reply(value, new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "receive byte budget spent: too many large envelopes wait to be handled", {
+        resource: "receive_bytes",
+        used: this.#heldBytes + bytes,
+        limit: this.options.maxUnhandledBytes,
+      }));
+      this.settle(seq);
+      return;
+    }
     this.#badFramesInARow = 0;
     this.#deliver(value, seq);
+  }
+
+  /** Counts a big frame against the receive budget until it is settled; false when it does not fit. */
+  #holdBytes(seq: number, bytes: number): boolean {
+    if (this.#heldBytes + bytes > this.options.maxUnhandledBytes) return false;
+    this.#bigFramesHeld.set(seq, bytes);
+    this.#heldBytes += bytes;
+    return true;
+  }
+
+  #releaseHeldBytes(seq: number): void {
+    const bytes = this.#bigFramesHeld.get(seq);
+    if (bytes === undefined) return;
+    this.#bigFramesHeld.delete(seq);
+    this.#heldBytes -= bytes;
   }
 
   #deliver(env: Envelope, seq: number): void {

@@ -1,6 +1,7 @@
 import type { FrameCodec } from "../src/protocol/codec.ts";
 import { CodecName } from "../src/protocol/control-frames.ts";
-import { isPlainMap, MAX_PAYLOAD_DEPTH } from "../src/protocol/envelope-check.ts";
+import { isPlainMap } from "../src/protocol/envelope-check.ts";
+import { MAX_PAYLOAD_DEPTH } from "../src/protocol/payload-limits.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
 import { describeValue } from "./frame-errors.ts";

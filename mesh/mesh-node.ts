@@ -5,7 +5,7 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 import { MessageType } from "../src/protocol/message-types.ts";
 import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
 import type { Connection, ConnectionOptions } from "./connection.ts";
-import { DedupeCache, type DedupeStore } from "./dedupe-cache.ts";
+import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
 import { DeadLetters, type DeadLetter } from "./dead-letters.ts";
 import { PeerLink } from "./peer-link.ts";
 import { ReplyPaths } from "./reply-paths.ts";
@@ -313,7 +313,10 @@ export class MeshNode {
         if (waiting) waiting.push({ connection, seq });
         else this.#duplicates.set(id, [{ connection, seq }]);
       } else if (seen.answer) {
-        this.#replies.send(seen.answer, connection, seq);
+        this.#sendAgain(seen.answer, connection, seq);
+      } else if (seen.answerSummary && env.message_type === MessageType.REQUEST) {
+        // Handled once already; only its body was given up to the memory budget.
+        this.#sendAgain(createErrorReply(env, this.address, answerNotKept(seen.answerSummary)), connection, seq);
       } else {
         connection.settle(seq);
       }
@@ -366,12 +369,32 @@ export class MeshNode {
     try {
       this.#replies.send(answer, connection, seq);
     } catch (error) {
-      // The handler's answer cannot travel (too deep, too big): the requester learns why at once.
-      answer = createErrorReply(served.request, this.address, unsendableAnswer(HermesError.from(error)));
-      this.#replies.send(answer, connection, seq);
+      const refusal = HermesError.from(error);
+      if (isBackpressure(refusal)) {
+        // The way back is full (the requester does not acknowledge): the answer is kept for its
+        // redelivery, and the request counts as handled so that it is never handled twice.
+        connection.settle(seq);
+      } else {
+        // The answer itself cannot travel (too deep, too big): the requester learns why at once.
+        answer = createErrorReply(served.request, this.address, unsendableAnswer(refusal));
+        try {
+          this.#replies.send(answer, connection, seq);
+        } catch {
+          connection.settle(seq);
+        }
+      }
     }
     this.#dedupe.complete(id, answer);
     this.#settleDuplicates(id);
+  }
+
+  /** A stored answer for a redelivery; when the way back is full the redelivery is acknowledged all the same. */
+  #sendAgain(answer: Envelope, connection: Connection, seq: number): void {
+    try {
+      this.#replies.send(answer, connection, seq);
+    } catch {
+      connection.settle(seq);
+    }
   }
 
   #settleDuplicates(id: string): void {
@@ -424,4 +447,19 @@ export class MeshNode {
 /** The error a requester gets in place of an answer that could not be sent. */
 function unsendableAnswer(error: HermesError): HermesError {
   return new HermesError(error.code, `the answer could not be sent: ${error.message}`, error.fields);
+}
+
+/** Code 6 for a redelivered request whose answer was sent but not kept past the answer budget. */
+function answerNotKept(summary: AnswerSummary): HermesError {
+  return new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `already handled; its answer (${summary.bytes} bytes) was not kept past the receiver's answer memory budget`, {
+    resource: "answer_memory",
+    used: summary.bytes,
+    answer_message_id: summary.message_id,
+    answer_type: summary.message_type,
+  });
+}
+
+/** A refusal because the way to the peer is full, not because of the envelope itself. */
+function isBackpressure(error: HermesError): boolean {
+  return error.code === ErrorCode.RESOURCE_EXHAUSTED && (error.fields.resource === "send_backlog" || error.fields.resource === "send_bytes");
 }

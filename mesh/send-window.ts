@@ -1,6 +1,10 @@
 import type { Envelope } from "../src/protocol/envelope.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
+import { approximateBytes } from "../src/protocol/payload-limits.ts";
+
+/** Default byte budget of a connection's unacknowledged frames, and again of what waits for credit. */
+export const DEFAULT_MAX_UNACKED_BYTES = 16 * 1024 * 1024;
 
 /**
  * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
@@ -10,19 +14,37 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 export class SendWindow {
   window: number;
   #unacked: Envelope[] = [];
+  /** Frame bytes of each unacknowledged envelope, in step with #unacked. */
+  #unackedBytes: number[] = [];
+  #inFlightBytes = 0;
   #head = 0;
   /** Seq of #unacked[#head]. */
   #firstSeq = 1;
   #nextSeq = 1;
   #backlog: Envelope[] = [];
+  #backlogBytes: number[] = [];
+  #backlogBytesTotal = 0;
   #backlogHead = 0;
 
   readonly maxBacklog: number;
+  /** Unacknowledged frame bytes past which nothing more goes out (backpressure), and the budget of the backlog. */
+  readonly maxBytes: number;
   #settles = new Map<Envelope, number>();
 
-  constructor(window: number, maxBacklog = 100_000) {
+  constructor(window: number, maxBacklog = 100_000, maxBytes = DEFAULT_MAX_UNACKED_BYTES) {
     this.window = window;
     this.maxBacklog = maxBacklog;
+    this.maxBytes = maxBytes;
+  }
+
+  /** Bytes of frames sent and not yet acknowledged. */
+  get inFlightBytes(): number {
+    return this.#inFlightBytes;
+  }
+
+  /** About how many bytes the envelopes waiting for credit hold. */
+  get backlogBytes(): number {
+    return this.#backlogBytesTotal;
   }
 
   /** Envelopes sent and not yet acknowledged. */
@@ -35,9 +57,9 @@ export class SendWindow {
     return this.#backlog.length - this.#backlogHead;
   }
 
-  /** True when one more envelope may go on the wire now. */
+  /** True when one more envelope may go on the wire now: within the peer's window and the byte budget. */
   get hasCredit(): boolean {
-    return this.inFlight < this.window;
+    return this.inFlight < this.window && this.#inFlightBytes < this.maxBytes;
   }
 
   /** The seq the next envelope sent will get. */
@@ -45,10 +67,12 @@ export class SendWindow {
     return this.#nextSeq;
   }
 
-  /** Records an envelope as sent and returns its seq. */
-  assign(env: Envelope): number {
+  /** Records an envelope as sent in a frame of `bytes` and returns its seq. */
+  assign(env: Envelope, bytes: number): number {
     const seq = this.#nextSeq++;
     this.#unacked.push(env);
+    this.#unackedBytes.push(bytes);
+    this.#inFlightBytes += bytes;
     return seq;
   }
 
@@ -65,7 +89,17 @@ export class SendWindow {
         limit: this.maxBacklog,
       });
     }
+    if (this.#backlogBytesTotal >= this.maxBytes) {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: its byte budget is spent while the peer is not acknowledging", {
+        resource: "send_bytes",
+        used: this.#backlogBytesTotal,
+        limit: this.maxBytes,
+      });
+    }
+    const bytes = approximateBytes(env.payload) + 200;
     this.#backlog.push(env);
+    this.#backlogBytes.push(bytes);
+    this.#backlogBytesTotal += bytes;
     if (settles !== undefined) this.#settles.set(env, settles);
   }
 
@@ -81,9 +115,11 @@ export class SendWindow {
   takeDeferred(): Envelope | undefined {
     if (this.#backlogHead >= this.#backlog.length || !this.hasCredit) return undefined;
     const env = this.#backlog[this.#backlogHead]!;
+    this.#backlogBytesTotal -= this.#backlogBytes[this.#backlogHead]!;
     this.#backlog[this.#backlogHead++] = undefined as unknown as Envelope;
     if (this.#backlogHead === this.#backlog.length) {
       this.#backlog = [];
+      this.#backlogBytes = [];
       this.#backlogHead = 0;
     }
     return env;
@@ -94,14 +130,19 @@ export class SendWindow {
     const upTo = Math.min(seq, this.#nextSeq - 1);
     const count = upTo - this.#firstSeq + 1;
     if (count <= 0) return 0;
-    if (released) for (let i = this.#head; i < this.#head + count; i++) released(this.#unacked[i]!);
+    for (let i = this.#head; i < this.#head + count; i++) {
+      this.#inFlightBytes -= this.#unackedBytes[i]!;
+      released?.(this.#unacked[i]!);
+    }
     this.#head += count;
     this.#firstSeq += count;
     if (this.#head === this.#unacked.length) {
       this.#unacked = [];
+      this.#unackedBytes = [];
       this.#head = 0;
     } else if (this.#head > 4096 && this.#head * 2 > this.#unacked.length) {
       this.#unacked = this.#unacked.slice(this.#head);
+      this.#unackedBytes = this.#unackedBytes.slice(this.#head);
       this.#head = 0;
     }
     return count;

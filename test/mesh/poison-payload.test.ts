@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/error-codes.ts";
 import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { MAX_PAYLOAD_DEPTH } from "../../src/protocol/envelope-check.ts";
+import { MAX_PAYLOAD_DEPTH } from "../../src/protocol/payload-limits.ts";
 import { newMessageId } from "../../src/protocol/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";

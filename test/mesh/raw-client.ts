@@ -22,6 +22,7 @@ export async function rawConnect(path: string): Promise<RawClient> {
   const frames: any[] = [];
   const decoder = new FrameDecoder(64 * 1024 * 1024);
   let closed = false;
+  let drain = () => {};
   const done = Promise.withResolvers<void>();
   const socket = await Bun.connect({
     unix: path,
@@ -33,6 +34,9 @@ export async function rawConnect(path: string): Promise<RawClient> {
           // The test only cares about frames that decode.
         }
       },
+      drain() {
+        drain();
+      },
       close() {
         closed = true;
         done.resolve();
@@ -43,12 +47,36 @@ export async function rawConnect(path: string): Promise<RawClient> {
       },
     },
   });
+  // Bun's socket.write takes what the kernel accepts and buffers nothing: keep the rest for drain.
+  const unwritten: Uint8Array[] = [];
+  let endWhenFlushed = false;
+  const flush = () => {
+    while (unwritten.length > 0 && !closed) {
+      const chunk = unwritten[0]!;
+      const n = socket.write(chunk);
+      if (n < chunk.length) {
+        unwritten[0] = chunk.subarray(Math.max(n, 0));
+        return;
+      }
+      unwritten.shift();
+    }
+    if (endWhenFlushed) socket.end();
+  };
+  drain = flush;
+  const write = (bytes: Uint8Array) => {
+    unwritten.push(bytes);
+    if (unwritten.length === 1) flush();
+  };
   return {
     frames,
-    write: (bytes) => void socket.write(bytes),
-    sendFrame: (value) => void socket.write(encodeFrame(codec.encode(value))),
+    write,
+    sendFrame: (value) => write(encodeFrame(codec.encode(value))),
     closed: done.promise,
     isClosed: () => closed,
-    end: () => socket.end(),
+    /** Ends the stream once everything written so far has gone out. */
+    end: () => {
+      endWhenFlushed = true;
+      if (unwritten.length === 0) socket.end();
+    },
   };
 }

@@ -1,0 +1,163 @@
+/**
+ * Memory has byte limits: rude senders (big requests, never an ack, then gone) and a fuzz of
+ * 100,000 frames against a real echo actor keep its RSS under a stated bound, and a redelivery
+ * whose answer body was given up to the budget is told so instead of being handled twice.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { DedupeCache } from "../../mesh/dedupe-cache.ts";
+import { createPlainCodec } from "../../src/protocol/codec.ts";
+import type { Envelope } from "../../src/protocol/envelope.ts";
+import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
+import { newMessageId } from "../../src/protocol/ids.ts";
+import { rssKiB, waitFor } from "../helpers.ts";
+import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
+import { HELLO, rawConnect, type RawClient } from "./raw-client.ts";
+
+/**
+ * RSS bounds of the echo actor. Its budgets: 64 MiB of answers kept, and per connection 16 + 16
+ * MiB to send and 32 MiB received; an idle actor is about 50 MB. Four rude connections at once
+ * may so hold about 50 + 64 + 4 x 64 = 370 MiB live, plus garbage the collector has not yet
+ * returned (measured peaks 390 to 690 MB). Without the budgets the first 100 requests of 4 MiB
+ * alone took it to 479 MB, and it grew by about 400 MB with every round (2.4 GB at six).
+ */
+const RUDE_BOUND_MB = 800;
+const FUZZ_BOUND_MB = 800;
+
+const plain = createPlainCodec();
+
+function request(seq: number, payload: Record<string, unknown>, id = newMessageId()): Record<string, unknown> {
+  return { message_id: id, message_type: "request", trace_id: `mem-${seq}`, source_agent: "rude", target_agent: "echo", reply_to: "rude", timestamp: Date.now(), ttl: 60_000, seq, payload };
+}
+
+async function helloed(path: string, window = 64): Promise<RawClient> {
+  const raw = await rawConnect(path);
+  raw.sendFrame({ ...HELLO, node: "rude", window });
+  await waitFor(() => raw.frames.some((f) => f.message_type === "hello"), "the actor's hello");
+  return raw;
+}
+
+describe("byte budgets against a real actor", () => {
+  let t: TestMesh;
+  let socket: string;
+  let pid: number;
+  beforeAll(async () => {
+    t = await startTestMesh(`
+mesh:
+  name: memory
+supervisor:
+  children:
+    - actor: echo
+      module: {ACTORS}/echo.ts
+`);
+    socket = t.mesh.registry.byAddress("echo")!.socket;
+    pid = t.pid("echo");
+  });
+  afterAll(async () => {
+    await t?.[Symbol.asyncDispose]();
+  });
+
+  test(`rude senders: 6 rounds of 100 requests of 4 MiB (2.4 GiB), never acknowledged, senders gone; RSS stays under ${RUDE_BOUND_MB} MB`, async () => {
+    const big = "x".repeat(4 * 1024 * 1024);
+    let peakMB = 0;
+    const roundPeaks: number[] = [];
+    for (let round = 0; round < 6; round++) {
+      const senders = await Promise.all(Array.from({ length: 4 }, () => helloed(socket, 1024)));
+      for (const [i, raw] of senders.entries()) {
+        for (let n = 1; n <= 25; n++) raw.sendFrame(request(n, { text: big, round, i, n }));
+      }
+      // Each sender gets the answers its link's 16 MiB budget lets through (4 of 4 MiB) and acknowledges none.
+      await waitFor(() => senders.every((raw) => raw.frames.filter((f) => f.message_type === "response").length >= 4), "answers to the rude senders", 30_000);
+      roundPeaks.push(rssKiB(pid) / 1024);
+      peakMB = Math.max(peakMB, roundPeaks.at(-1)!);
+      for (const raw of senders) raw.end();
+      await Promise.all(senders.map((raw) => raw.closed));
+    }
+    peakMB = Math.max(peakMB, rssKiB(pid) / 1024);
+    console.log(`rude senders: echo RSS per round ${roundPeaks.map((mb) => mb.toFixed(0)).join(", ")} MB, peak ${peakMB.toFixed(0)} MB (bound ${RUDE_BOUND_MB} MB)`);
+    expect(peakMB).toBeLessThan(RUDE_BOUND_MB);
+    // Bounded, not growing: the last three rounds hold no more than the first three did, give or take the collector.
+    expect(Math.max(...roundPeaks.slice(3))).toBeLessThan(Math.max(...roundPeaks.slice(0, 3)) + 250);
+    expect(t.pid("echo")).toBe(pid);
+    const client = await t.client();
+    expect((await client.request("echo", { still: "served" }, { timeoutMs: 5000 })).payload).toEqual({ still: "served" });
+  }, 90_000);
+
+  test(`a fuzz of 100,000 frames (valid, invalid, large, random bytes) from 20 connections; RSS stays under ${FUZZ_BOUND_MB} MB`, async () => {
+    let seed = 42;
+    const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const frames = 100_000;
+    const perConnection = frames / 20;
+    let peakMB = 0;
+    for (let c = 0; c < 20; c++) {
+      const raw = await helloed(socket, 1 + Math.floor(random() * 256));
+      let seq = 0;
+      const batch: Uint8Array[] = [];
+      for (let i = 0; i < perConnection; i++) {
+        const kind = random();
+        if (kind < 0.6) batch.push(encodeFrame(plain.encode(request(++seq, { n: i, text: "y".repeat(Math.floor(random() * 2048)) }))));
+        else if (kind < 0.62) batch.push(encodeFrame(plain.encode(request(++seq, { blob: new Uint8Array(256 * 1024 + Math.floor(random() * 512 * 1024)) }))));
+        else if (kind < 0.8) batch.push(encodeFrame(plain.encode({ ...request(++seq, {}), payload: random() < 0.5 ? [1] : "text" })));
+        else batch.push(encodeFrame(crypto.getRandomValues(new Uint8Array(1 + Math.floor(random() * 64)))));
+        if (batch.length === 500) {
+          raw.write(Buffer.concat(batch));
+          batch.length = 0;
+          if (raw.isClosed()) break; // too many bad frames in a row: the actor cut this one off
+        }
+      }
+      if (batch.length > 0 && !raw.isClosed()) raw.write(Buffer.concat(batch));
+      peakMB = Math.max(peakMB, rssKiB(pid) / 1024);
+      raw.end();
+      await raw.closed;
+    }
+    peakMB = Math.max(peakMB, rssKiB(pid) / 1024);
+    console.log(`fuzz: echo RSS peak ${peakMB.toFixed(0)} MB (bound ${FUZZ_BOUND_MB} MB)`);
+    expect(peakMB).toBeLessThan(FUZZ_BOUND_MB);
+    expect(t.pid("echo")).toBe(pid);
+    const client = await t.client();
+    expect((await client.request("echo", { after: "fuzz" }, { timeoutMs: 5000 })).payload).toEqual({ after: "fuzz" });
+  }, 120_000);
+
+  test("a redelivered request whose answer body was given up to the budget gets code 6 (answer_memory), and is not handled again", async () => {
+    // 75 answers of 1 MiB, never acknowledged, overflow the default 64 MiB answer budget: the
+    // first request's body goes first. (15 per connection, within each link's 16 MiB.)
+    const first = newMessageId();
+    for (let c = 0; c < 5; c++) {
+      const raw = await helloed(socket, 1024);
+      for (let n = 1; n <= 15; n++) raw.sendFrame(request(n, { text: "z".repeat(1024 * 1024), c, n }, c === 0 && n === 1 ? first : undefined));
+      await waitFor(() => raw.frames.filter((f) => f.message_type === "response").length === 15, "15 answers", 20_000);
+      raw.end();
+      await raw.closed;
+    }
+    const again = await helloed(socket, 1024);
+    again.sendFrame({ ...request(1, { text: "z".repeat(1024 * 1024), c: 0, n: 1 }, first), attempt: 2 });
+    await waitFor(() => again.frames.some((f) => f.message_type === "error" && f.correlation_id === first), "the answer to the redelivery");
+    const answer = again.frames.find((f) => f.correlation_id === first);
+    expect(answer.payload).toMatchObject({ error_code: ErrorCode.RESOURCE_EXHAUSTED, resource: "answer_memory" });
+    again.end();
+  }, 60_000);
+});
+
+describe("DedupeCache answer budget", () => {
+  const answer = (bytes: number): Envelope => ({
+    message_id: newMessageId(), message_type: "response", trace_id: "t", source_agent: "a", target_agent: "b",
+    correlation_id: "x", timestamp: 1, ttl: 1, payload: { text: "q".repeat(bytes) },
+  });
+
+  test("past the budget the oldest bodies become summaries; releases and evictions give bytes back", () => {
+    const cache = new DedupeCache({ answerBudgetBytes: 10_000 });
+    for (let i = 0; i < 5; i++) cache.complete(`id-${i}`, answer(3000));
+    expect(cache.answerBytes).toBeLessThanOrEqual(10_000);
+    expect(cache.lookup("id-0")!.answer).toBeUndefined();
+    expect(cache.lookup("id-0")!.answerSummary).toMatchObject({ message_type: "response" });
+    expect(cache.lookup("id-4")!.answer).toBeDefined();
+    const kept = cache.answerBytes;
+    cache.releaseAnswer("id-4");
+    expect(cache.answerBytes).toBeLessThan(kept);
+    cache.complete("huge", answer(50_000));
+    expect(cache.lookup("huge")!.answer).toBeUndefined();
+    expect(cache.lookup("huge")!.answerSummary!.bytes).toBeGreaterThan(50_000);
+    for (const id of ["id-0", "id-1", "id-2", "id-3", "id-4", "huge"]) cache.forget(id);
+    expect(cache.answerBytes).toBe(0);
+  });
+});
