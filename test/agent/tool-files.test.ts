@@ -1,11 +1,14 @@
-/** file_read and file_write on real files: inside the sandbox they work; `..`, absolute paths and symlinks out are refused. */
+/**
+ * file_read and file_write on real files: inside the sandbox they work; `..`, absolute paths,
+ * symlinks, hard links and special files are refused, also while a child process races them.
+ */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolRegistry, type ToolContext, type ToolResult } from "../../src/agent/tool-registry.ts";
 import { fileReadTool, fileWriteTool } from "../../src/agent/tools/builtin-tools.ts";
 import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { tempDir } from "../helpers.ts";
+import { spawnBun, tempDir } from "../helpers.ts";
 
 const temp = tempDir("hm-tool-files-");
 const box = join(temp.path, "box");
@@ -45,9 +48,8 @@ describe("inside the sandbox", () => {
     expect(readFileSync(join(box, "out/deep/r.txt"), "utf8")).toBe("one+two");
   });
 
-  test("`..` that stays inside is fine, and so is a symlink that stays inside", async () => {
-    expect(value(await registry.call("file_read", { path: "notes/../notes/a.txt" }, ctx))).toMatchObject({ content: "hello" });
-    expect(value(await registry.call("file_read", { path: "notes-link/a.txt" }, ctx))).toMatchObject({ path: "notes/a.txt", content: "hello" });
+  test("`..` that stays inside is fine", async () => {
+    expect(value(await registry.call("file_read", { path: "notes/../notes/a.txt" }, ctx))).toMatchObject({ path: "notes/a.txt", content: "hello" });
   });
 
   test("a long file is cut at the limit and marked truncated", async () => {
@@ -86,6 +88,7 @@ describe("escapes are refused with code 2 and a reason", () => {
     ["/etc/passwd", "/etc/passwd", "is an absolute path"],
     ["a directory symlink out", "out-dir/secret.txt", "leads outside the sandbox through a symlink"],
     ["a file symlink out", "out-file", "leads outside the sandbox through a symlink"],
+    ["a symlink that stays inside (none is followed)", "notes-link/a.txt", "goes through a symlink, and the file tools follow none"],
   ];
 
   test.each(escapes)("read: %s", async (_what, path, why) => {
@@ -107,5 +110,75 @@ describe("escapes are refused with code 2 and a reason", () => {
   test("write: a dangling symlink pointing out is not written through", async () => {
     expect(error(await registry.call("file_write", { path: "dangling", content: "pwned" }, ctx))).toMatchObject({ reason: '"dangling" goes through a symlink whose target does not exist' });
     expect(existsSync(join(outside, "not-yet.txt"))).toBe(false);
+  });
+});
+
+describe("hard links and special files", () => {
+  test("a hard link to a file outside is refused for reading, writing and appending, and the file is unchanged", async () => {
+    const target = join(outside, "linked.txt");
+    writeFileSync(target, "outside content");
+    linkSync(target, join(box, "hard.txt"));
+    const why = '"hard.txt" has 2 hard links, and a file with more than one is refused (another link may be outside the sandbox)';
+    expect(error(await registry.call("file_read", { path: "hard.txt" }, ctx))).toMatchObject({ error_code: ErrorCode.INVALID_REQUEST, reason: why });
+    expect(error(await registry.call("file_write", { path: "hard.txt", content: "pwned" }, ctx))).toMatchObject({ error_code: ErrorCode.INVALID_REQUEST, reason: why });
+    expect(error(await registry.call("file_write", { path: "hard.txt", content: "pwned", append: true }, ctx))).toMatchObject({ reason: why });
+    expect(readFileSync(target, "utf8")).toBe("outside content");
+  });
+
+  test("a FIFO is refused at once for reading and writing, without waiting for its other end", async () => {
+    const made = Bun.spawnSync(["mkfifo", join(box, "pipe")]);
+    expect(made.exitCode).toBe(0);
+    const why = '"pipe" is not a regular file (a FIFO, socket or device), refused';
+    const started = performance.now();
+    expect(error(await registry.call("file_read", { path: "pipe" }, ctx))).toMatchObject({ error_code: ErrorCode.INVALID_REQUEST, reason: why });
+    const readMs = performance.now() - started;
+    expect(error(await registry.call("file_write", { path: "pipe", content: "x" }, ctx))).toMatchObject({ error_code: ErrorCode.INVALID_REQUEST, reason: why });
+    const bothMs = performance.now() - started;
+    console.log(`FIFO refused: read in ${readMs.toFixed(1)} ms, read and write in ${bothMs.toFixed(1)} ms`);
+    expect(bothMs).toBeLessThan(500);
+    expect(statSync(join(box, "pipe")).isFIFO()).toBe(true);
+  });
+});
+
+describe("a directory swapped for a symlink out, in a loop", () => {
+  test("no read returns the outside file and no write lands outside", async () => {
+    const race = join(box, "race");
+    const raceOut = join(temp.path, "race-outside");
+    mkdirSync(race);
+    mkdirSync(raceOut);
+    writeFileSync(join(race, "secret.txt"), "inside");
+    writeFileSync(join(raceOut, "secret.txt"), "OUTSIDE SECRET");
+    await using swapper = spawnBun(join(import.meta.dir, "symlink-swap-fixture.ts"), [race, raceOut]);
+    await swapper.waitForLine(/^ready$/);
+
+    const counts = { reads: 0, readsOk: 0, writes: 0, writesOk: 0, escapedReads: 0 };
+    const deadline = performance.now() + 2500;
+    // A few calls in flight at once, as an agent's parallel tool calls would be.
+    const worker = async (id: number) => {
+      for (let i = 0; performance.now() < deadline; i++) {
+        const read = await registry.call("file_read", { path: "race/secret.txt" }, ctx);
+        counts.reads++;
+        if (read.ok) {
+          counts.readsOk++;
+          if ((read.value as { content: string }).content.includes("OUTSIDE")) counts.escapedReads++;
+        }
+        const path = [`race/secret.txt`, `race/new-${id}-${i % 16}.txt`, `race/sub-${i % 4}/deep.txt`][i % 3]!;
+        const write = await registry.call("file_write", { path, content: "inside" }, ctx);
+        counts.writes++;
+        if (write.ok) counts.writesOk++;
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(worker));
+    await swapper[Symbol.asyncDispose]();
+
+    const landedOutside = readdirSync(raceOut, { recursive: true }).filter((name) => name !== "secret.txt");
+    console.log(`race: ${counts.reads} reads (${counts.readsOk} allowed), ${counts.writes} writes (${counts.writesOk} allowed); ${counts.escapedReads} reads and ${landedOutside.length} writes escaped`);
+    expect(counts.escapedReads).toBe(0);
+    expect(landedOutside).toEqual([]);
+    expect(readFileSync(join(raceOut, "secret.txt"), "utf8")).toBe("OUTSIDE SECRET");
+    // Both states of the loop were met: some calls found the directory, some the symlink.
+    expect(counts.readsOk).toBeGreaterThan(0);
+    expect(counts.readsOk).toBeLessThan(counts.reads);
+    expect(counts.writesOk).toBeGreaterThan(0);
   });
 });

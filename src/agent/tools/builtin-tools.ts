@@ -8,7 +8,7 @@ import { shellTool, type ShellToolOptions } from "./shell-tool.ts";
 export { calculatorTool } from "./calculator-tool.ts";
 export { fileReadTool, fileWriteTool, type FileToolOptions } from "./file-tools.ts";
 export { httpFetchTool, type HttpFetchOptions } from "./http-fetch-tool.ts";
-export { shellTool, type ShellToolOptions } from "./shell-tool.ts";
+export { HIDDEN_PATHS, shellTool, type ShellToolOptions } from "./shell-tool.ts";
 
 /** Options of `builtinTools`. */
 export interface BuiltinToolOptions {
@@ -22,7 +22,7 @@ export interface BuiltinToolOptions {
   files?: Omit<FileToolOptions, "sandboxDir">;
   /** Registers `shell`. Off by default: a program runner is a decision, never an accident. */
   enableShell?: boolean;
-  /** Further `shell` options: timeout, output cap, environment. */
+  /** Further `shell` options: timeout, output cap, environment, bubblewrap path, hidden paths, `allowUnsandboxed`. */
   shell?: Omit<ShellToolOptions, "sandboxDir">;
 }
 

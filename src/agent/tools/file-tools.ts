@@ -1,15 +1,13 @@
 /**
- * `file_read` and `file_write`: text files inside the agent's sandbox directory, nowhere else
- * (sandbox-path.ts decides what "inside" means).
+ * `file_read` and `file_write`: regular text files inside the agent's sandbox directory, nowhere
+ * else (sandbox-path.ts decides what "inside" means, on open descriptors), read and written
+ * through the descriptor that was checked.
  */
-import { constants } from "node:fs";
-import { mkdir, open, stat } from "node:fs/promises";
-import { dirname, relative } from "node:path";
 import { z } from "zod";
 import { ErrorCode } from "../../protocol/error-codes.ts";
 import { HermesError } from "../../protocol/hermes-error.ts";
 import { defineTool } from "../tool-definition.ts";
-import { pathError, resolveInSandbox, sandboxRoot } from "./sandbox-path.ts";
+import { openInSandbox, sandboxRoot } from "./sandbox-path.ts";
 
 /** Options of the file tools. */
 export interface FileToolOptions {
@@ -24,7 +22,8 @@ const PATH = z.string().min(1).describe("path relative to the sandbox directory,
 
 /**
  * `file_read`: `{ path }` → `{ path, content, bytes, truncated }`, the file as UTF-8 text, cut
- * at `maxBytes`. Paths outside the sandbox, missing files and directories are code 2.
+ * at `maxBytes`. Paths outside the sandbox or through any symlink, missing files, directories,
+ * FIFOs, sockets, devices and files with more than one hard link are code 2, at once.
  *
  * @example
  * const read = fileReadTool({ sandboxDir: "/tmp/box" });
@@ -38,14 +37,19 @@ export function fileReadTool(options: FileToolOptions = {}) {
     schema: z.object({ path: PATH }),
     async run({ path }, ctx) {
       const root = await sandboxRoot(ctx, options.sandboxDir, "file_read");
-      const real = await resolveInSandbox(root, path);
+      const file = await openInSandbox(root, path, "read");
       try {
-        const info = await stat(real);
-        if (info.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
-        const content = await Bun.file(real).slice(0, maxBytes).text();
-        return { path: relative(root, real), content, bytes: info.size, truncated: info.size > maxBytes };
-      } catch (error) {
-        throw pathError(path, error);
+        const buffer = new Uint8Array(Math.min(file.size, maxBytes));
+        let length = 0;
+        while (length < buffer.byteLength) {
+          const { bytesRead } = await file.handle.read(buffer, length, buffer.byteLength - length, length);
+          if (bytesRead === 0) break;
+          length += bytesRead;
+        }
+        const content = new TextDecoder().decode(buffer.subarray(0, length));
+        return { path: file.path, content, bytes: file.size, truncated: file.size > maxBytes };
+      } finally {
+        await file.handle.close();
       }
     },
   });
@@ -53,7 +57,8 @@ export function fileReadTool(options: FileToolOptions = {}) {
 
 /**
  * `file_write`: `{ path, content, append? }` → `{ path, bytes }`; creates missing directories
- * inside the sandbox, replaces the file unless `append`. Content over `maxBytes` is code 6.
+ * inside the sandbox, replaces the file unless `append`. Content over `maxBytes` is code 6; the
+ * paths `file_read` refuses are refused here too (code 2), and the refused file is left as it was.
  *
  * @example
  * await registry.call("file_write", { path: "out/result.json", content: "{}" }, ctx); // { ok: true, value: { path: "out/result.json", bytes: 2 } }
@@ -78,20 +83,12 @@ export function fileWriteTool(options: FileToolOptions = {}) {
         });
       }
       const root = await sandboxRoot(ctx, options.sandboxDir, "file_write");
-      const real = await resolveInSandbox(root, path);
+      const file = await openInSandbox(root, path, append ? "append" : "write");
       try {
-        await mkdir(dirname(real), { recursive: true });
-        // O_NOFOLLOW: a symlink swapped in after the check above is refused, not followed.
-        const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (append ? constants.O_APPEND : constants.O_TRUNC);
-        const file = await open(real, flags, 0o644);
-        try {
-          await file.writeFile(data);
-        } finally {
-          await file.close();
-        }
-        return { path: relative(root, real), bytes: data.byteLength };
-      } catch (error) {
-        throw pathError(path, error);
+        await file.handle.writeFile(data);
+        return { path: file.path, bytes: data.byteLength };
+      } finally {
+        await file.handle.close();
       }
     },
   });
