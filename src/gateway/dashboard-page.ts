@@ -2,7 +2,11 @@
  * The live dashboard: one self-contained page (no build step, no external assets) that polls
  * `/api/overview` every second and shows the actors with their health, restarts, queue depth
  * and message rates, and the most recent traces through the gateway. A token given as
- * `?token=` in the page URL is sent with its API calls.
+ * `?token=` in the page URL is sent with its API calls as `Authorization: Bearer` (the API
+ * takes no query token). A trace lookup that stopped early says so under its tree.
+ *
+ * @example
+ * app.get("/", (c) => c.html(dashboardPage("demo")));
  */
 export function dashboardPage(meshName: string): string {
   const title = `hermes-mesh · ${escapeHtml(meshName)}`;
@@ -73,6 +77,10 @@ async function refresh() {
   }
   if (response.status === 401) {
     return showProblem(token ? "the gateway refused this token (HTTP 401)" : "this gateway needs a token (HTTP 401): open the page as /?token=<token>");
+  }
+  if (response.status === 403) {
+    const refusal = await response.json().catch(() => ({}));
+    return showProblem("the gateway refused this page (HTTP 403: " + (refusal.reason || "not allowed") + ")");
   }
   if (!response.ok) return showProblem("the gateway answered HTTP " + response.status);
   try {

@@ -4,10 +4,11 @@ import { upgradeWebSocket } from "hono/bun";
 import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
-import { readTrace, renderTrace } from "../observability/trace-tree.ts";
+import { findTrace, renderTrace } from "../observability/trace-tree.ts";
 import { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "../observability/prometheus.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
+import { AccessPolicy } from "./access-policy.ts";
 import { dashboardPage } from "./dashboard-page.ts";
 import { InvokeHandler, type InvokeResult } from "./invoke-handler.ts";
 import { RecentTraces } from "./recent-traces.ts";
@@ -20,8 +21,14 @@ export interface GatewayDeps {
   meshName: string;
   /** Every actor's counters, from the supervisor. */
   stats: () => Promise<MetricsSource["stats"]>;
-  /** Required as `Authorization: Bearer <token>` (or `?token=` for the dashboard and WebSocket) when set. */
+  /** Required as `Authorization: Bearer <token>` (or `?token=` on the WebSocket) when set. */
   token?: string;
+  /** The address the TCP listener is bound to: served as a Host value besides the loopback names. */
+  host?: string;
+  /** More Host values to serve (mesh file `gateway.allowed_hosts`). */
+  allowedHosts?: readonly string[];
+  /** More browser origins to serve (mesh file `gateway.allowed_origins`). */
+  allowedOrigins?: readonly string[];
   /** Largest request body, bytes. Default 1 MiB. */
   bodyLimit?: number;
   events?: EventLog;
@@ -29,15 +36,41 @@ export interface GatewayDeps {
   dir?: string;
 }
 
+/**
+ * What the listener passes as the second argument of `app.fetch`: the Bun server (for
+ * WebSocket upgrades) and which listener it is; requests over the Unix socket skip the Host check.
+ */
+export interface GatewayBindings {
+  server: unknown;
+  listener: "tcp" | "unix";
+}
+
 const ACCEPTED_TYPES = ["application/hermes+json", "application/json"];
+/** Trace lookups read at once; more wait their turn (inside their own deadline). */
+const TRACE_LOOKUPS_AT_ONCE = 2;
+/** The longest a trace lookup reads before it answers with what it found (`truncated: true`). */
+const TRACE_TIMEOUT_MS = 5000;
 
 /**
  * The gateway's HTTP application (hono): `POST /hermes/v1/invoke` (PROTOCOL.md section 7),
  * the `/hermes/v1/stream` WebSocket, `/health`, `/actors`, `/metrics`, and the dashboard.
- * Every refusal is a coded Hermes error; nothing a client sends can take it down.
+ * Every refusal is a coded Hermes error; nothing a client sends can take it down. Only loopback
+ * Host values (and the allowed ones) and same-origin browsers (and the allowed origins) are
+ * served: see AccessPolicy.
+ *
+ * @example
+ * const app = createGatewayApp({ node, registry, meshName: "demo", stats, dir, host: "127.0.0.1" });
+ * Bun.serve({ port: 8000, fetch: (req, server) => app.fetch(req, { server, listener: "tcp" }), websocket });
  */
-export function createGatewayApp(deps: GatewayDeps): Hono {
-  const app = new Hono();
+export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBindings }> {
+  const app = new Hono<{ Bindings: GatewayBindings }>();
+  const access = new AccessPolicy({
+    ...(deps.host && { boundHost: deps.host }),
+    ...(deps.allowedHosts && { allowedHosts: deps.allowedHosts }),
+    ...(deps.allowedOrigins && { allowedOrigins: deps.allowedOrigins }),
+    ...(deps.token && { token: deps.token }),
+  });
+  const traceLookups = new TurnTaking(TRACE_LOOKUPS_AT_ONCE);
   const recent = new RecentTraces();
   const invoke = new InvokeHandler(deps.node, deps.registry, recent, deps.events);
   const counts: Record<string, number> = {};
@@ -49,15 +82,35 @@ export function createGatewayApp(deps: GatewayDeps): Hono {
     counts[key] = (counts[key] ?? 0) + 1;
   });
 
+  // Host and browser origin (DNS rebinding, cross-site requests and WebSockets), before anything else.
+  app.use("*", async (c, next) => {
+    const verdict = access.check({
+      method: c.req.method,
+      path: c.req.path,
+      host: c.req.header("host"),
+      origin: c.req.header("origin"),
+      fetchSite: c.req.header("sec-fetch-site"),
+      fetchMode: c.req.header("sec-fetch-mode"),
+      unix: c.env?.listener === "unix",
+    });
+    if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
+    if (verdict.cors) {
+      // An allowed foreign origin: its preflight is answered here (browsers send it without the token).
+      if (c.req.method === "OPTIONS") {
+        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST", "access-control-allow-headers": "authorization, content-type, traceparent", "access-control-max-age": "600" });
+      }
+      await next();
+      for (const [name, value] of Object.entries(verdict.cors)) c.res.headers.set(name, value);
+      return;
+    }
+    return next();
+  });
+
   // Authentication: everything but /health and the dashboard page itself (its API calls carry the token).
   app.use("*", async (c, next) => {
-    if (!deps.token || c.req.path === "/health" || c.req.path === "/") return next();
-    const header = c.req.header("authorization");
-    const given = header?.startsWith("Bearer ") ? header.slice(7) : c.req.query("token");
-    if (given !== deps.token) {
-      const error = new HermesError(ErrorCode.AUTH_FAILED, given === undefined ? "a bearer token is required" : "wrong token", { auth_method: "bearer" });
-      return c.json(error.toPayload(), 401, { "www-authenticate": 'Bearer realm="hermes-mesh"' });
-    }
+    if (c.req.path === "/health" || c.req.path === "/") return next();
+    const verdict = access.checkToken(c.req.path, c.req.header("authorization"), c.req.query("token"));
+    if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
     return next();
   });
 
@@ -131,17 +184,61 @@ export function createGatewayApp(deps: GatewayDeps): Hono {
   });
 
   // One flow across actors, rebuilt from the mesh's event logs (the dashboard's trace view).
-  app.get("/api/trace/:id", (c) => {
+  // Asynchronous reads with a deadline: a lookup in a big log never holds up /health or invokes.
+  app.get("/api/trace/:id", async (c) => {
     const id = c.req.param("id");
-    const roots = deps.dir ? readTrace(deps.dir, id) : [];
-    return c.json({ trace_id: id, spans: roots, text: renderTrace(id, roots) });
+    const t0 = performance.now();
+    const asked = Number(c.req.query("timeout_ms") ?? TRACE_TIMEOUT_MS);
+    const budget = Number.isFinite(asked) ? Math.min(Math.max(asked, 0), TRACE_TIMEOUT_MS) : TRACE_TIMEOUT_MS;
+    if (!deps.dir) return c.json({ trace_id: id, spans: [], text: renderTrace(id, []), truncated: false });
+    const lookup = await traceLookups.run(() =>
+      findTrace(deps.dir!, id, { timeoutMs: Math.max(0, budget - (performance.now() - t0)), signal: c.req.raw.signal }),
+    );
+    const partial = lookup.truncated ? `\n(partial: the lookup stopped early, ${lookup.reason})` : "";
+    return c.json({
+      trace_id: id,
+      spans: lookup.spans,
+      text: renderTrace(id, lookup.spans) + partial,
+      truncated: lookup.truncated,
+      ...(lookup.reason && { reason: lookup.reason }),
+      scanned_bytes: lookup.scannedBytes,
+      elapsed_ms: Math.round((performance.now() - t0) * 10) / 10,
+    });
   });
 
-  app.get("/", (c) => c.html(dashboardPage(deps.meshName)));
+  // The page holds no data (its script fetches it with the token); no referrer, so a ?token= in its URL goes nowhere else.
+  app.get("/", (c) => c.html(dashboardPage(deps.meshName), 200, { "referrer-policy": "no-referrer" }));
 
   app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));
   return app;
+}
+
+/** At most `limit` tasks at a time; the others wait in order. */
+class TurnTaking {
+  readonly #limit: number;
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.#limit) {
+      const turn = Promise.withResolvers<void>();
+      this.#waiting.push(turn.resolve);
+      await turn.promise;
+    } else this.#running++;
+    try {
+      return await task();
+    } finally {
+      // The slot passes straight to the next in line, or is freed.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
+  }
 }
 
 function reply(c: Context, result: InvokeResult): Response {

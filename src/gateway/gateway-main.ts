@@ -3,8 +3,10 @@
  * The gateway process, supervised like an actor: joins the mesh through the control socket,
  * serves the gateway app on TCP (`--host`, `--port`; 0 picks a free port) and on
  * `<dir>/gateway.sock`, prints `hermes-mesh:gateway <url> <socket>` and then the ready line.
- * Argv: --dir D --mesh NAME [--port P] [--host H] [--body-limit BYTES]. Tokens from the
- * environment: HERMES_MESH_TOKEN (the mesh's), HERMES_GATEWAY_TOKEN (bearer token of HTTP clients).
+ * Argv: --dir D --mesh NAME [--port P] [--host H] [--body-limit BYTES] [--allowed-host H]...
+ * [--allowed-origin O]... Tokens from the environment: HERMES_MESH_TOKEN (the mesh's),
+ * HERMES_GATEWAY_TOKEN (bearer token of HTTP clients). Warns on stderr when bound to a
+ * non-loopback address without a token.
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -16,6 +18,7 @@ import { Registry } from "../../mesh/registry.ts";
 import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
 import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-file.ts";
 import { EventLog } from "../observability/event-log.ts";
+import { isLoopback } from "./access-policy.ts";
 import { createGatewayApp } from "./gateway-app.ts";
 
 const ADDRESS = "gateway";
@@ -28,6 +31,8 @@ async function main(): Promise<void> {
       port: { type: "string", default: "8000" },
       host: { type: "string", default: "127.0.0.1" },
       "body-limit": { type: "string", default: String(1024 * 1024) },
+      "allowed-host": { type: "string", multiple: true, default: [] },
+      "allowed-origin": { type: "string", multiple: true, default: [] },
     },
   });
   if (!values.dir) throw new Error("gateway: --dir is required");
@@ -50,20 +55,30 @@ async function main(): Promise<void> {
   });
   await control.join(undefined, []);
   const events = process.env.HERMES_EVENTS === "0" ? undefined : new EventLog(join(dir, "logs", "gateway.jsonl"), { actor: ADDRESS });
+  const token = process.env.HERMES_GATEWAY_TOKEN || undefined;
   const app = createGatewayApp({
     node,
     registry,
     meshName: values.mesh,
     dir,
     stats: async () => ((await control.stats()).stats ?? {}) as Record<string, never>,
-    token: process.env.HERMES_GATEWAY_TOKEN || undefined,
+    token,
+    host: values.host,
+    allowedHosts: values["allowed-host"],
+    allowedOrigins: values["allowed-origin"],
     bodyLimit: Number(values["body-limit"]),
     ...(events && { events }),
   });
-  const tcp = Bun.serve({ hostname: values.host, port: Number(values.port), fetch: app.fetch, websocket, idleTimeout: 120 });
+  if (!token && !isLoopback(values.host)) {
+    console.error(JSON.stringify({
+      ts: new Date().toISOString(), level: "warn", actor: ADDRESS,
+      msg: `the gateway listens on ${values.host}, beyond this machine, without a token: anyone who reaches it may invoke actors. Set HERMES_GATEWAY_TOKEN (or gateway.token_env), or bind 127.0.0.1`,
+    }));
+  }
+  const tcp = Bun.serve({ hostname: values.host, port: Number(values.port), fetch: (req, server) => app.fetch(req, { server, listener: "tcp" }), websocket, idleTimeout: 120 });
   const socket = join(dir, "gateway.sock");
   await prepareSocketPath(socket);
-  const unix = withPrivateUmask(socket, () => Bun.serve({ unix: socket, fetch: app.fetch, websocket }));
+  const unix = withPrivateUmask(socket, () => Bun.serve({ unix: socket, fetch: (req, server) => app.fetch(req, { server, listener: "unix" }), websocket }));
   console.log(`hermes-mesh:gateway http://${values.host}:${tcp.port} ${socket}`);
   console.log("hermes-mesh:ready");
 

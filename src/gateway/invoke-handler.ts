@@ -3,6 +3,7 @@ import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parseTraceparent, spanIdOf, traceHexOf } from "../observability/trace-context.ts";
 import { parseEnvelope } from "../protocol/envelope-check.ts";
+import { checkPayloadDepth } from "../protocol/payload-limits.ts";
 import { createErrorReply } from "../protocol/envelope-factory.ts";
 import type { Envelope } from "../protocol/envelope.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
@@ -48,6 +49,7 @@ export class InvokeHandler {
     let form;
     try {
       form = parseMetaForm(body);
+      checkPayloadDepth(form.payload);
     } catch (error) {
       return { status: 400, body: metaErrorReply(body, HermesError.from(error, ErrorCode.INVALID_REQUEST)) };
     }
@@ -80,6 +82,7 @@ export class InvokeHandler {
     let env: Envelope;
     try {
       env = { ...parseEnvelope(body) };
+      checkPayloadDepth(env.payload);
     } catch (error) {
       return { status: 400, body: HermesError.from(error, ErrorCode.INVALID_REQUEST).toPayload() };
     }

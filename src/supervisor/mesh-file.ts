@@ -31,6 +31,14 @@ const Pattern = z.string(expected("a topic pattern")).superRefine((pattern, ctx)
     ctx.addIssue({ code: "custom", message: (error as Error).message });
   }
 });
+const AllowedHost = matching(
+  /^(\*|(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\[?[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\]?)$/,
+  'a host name or address without a port, "*.example.com", or "*"',
+);
+const AllowedOrigin = matching(
+  /^(\*|null|https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?)$/,
+  'an origin such as "https://ops.example.com:8443" (scheme, host, optional port; no path), "null", or "*"',
+);
 const Shutdown = '(milliseconds, an integer from 0) or "brutal_kill"';
 
 /**
@@ -117,6 +125,9 @@ export const MeshFileSchema = map({
     host: z.string(expected("a host name or address")).min(1, expected("a host name or address")).default("127.0.0.1"),
     token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
     body_limit_bytes: intIn(1024, 64 * 1024 * 1024).default(1024 * 1024),
+    // Served besides the loopback names and `host` (docs/gateway.md, "Who may call").
+    allowed_hosts: list(AllowedHost).default(() => []),
+    allowed_origins: list(AllowedOrigin).default(() => []),
   }).optional(),
   supervisor: map({ strategy: Strategy, intensity: Intensity, period_ms: PeriodMs, backoff: BackoffField, children: list(ChildSpecSchema) }),
 });

@@ -55,6 +55,10 @@ export interface GatewayOptions {
   /** Bearer token HTTP clients must send. */
   token?: string;
   bodyLimitBytes?: number;
+  /** Host values served besides the loopback names and `host`; default: the mesh file's `gateway.allowed_hosts`. */
+  allowedHosts?: string[];
+  /** Browser origins served besides the gateway's own; default: the mesh file's `gateway.allowed_origins`. */
+  allowedOrigins?: string[];
 }
 
 /** The default socket directory of a mesh. */
@@ -103,6 +107,10 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     if (supervisorLog && event.type !== "restarting") supervisorLog.write({ ...event, event: event.type === "started" && event.restarts > 0 ? "restart" : event.type });
     options.onEvent?.(event);
   };
+  // The gateway's token is the gateway's alone: actors do not inherit it from this process.
+  const gatewayTokenEnv = meshFile.gateway?.token_env;
+  const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
+  const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
   const build = (spec: SupervisorSpec | MeshFile["supervisor"], id: string) => ({
     id,
     strategy: spec.strategy,
@@ -111,14 +119,14 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, control, spawned, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler })
+        ? instancesOf(child, { dir, name, registry, control, spawned, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, hidden: actorHidden })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
   const rootSpec = build(meshFile.supervisor, "root");
-  const gatewayOptions = options.gateway ?? gatewayFromFile(meshFile);
+  const gatewayOptions = options.gateway === undefined ? gatewayFromFile(meshFile) : options.gateway && withFileAllowLists(options.gateway, meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
-  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, options, at: gatewayAt! }));
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, options, at: gatewayAt!, hidden: gatewayHidden }));
   const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
   const ended = Promise.withResolvers<string>();
@@ -155,7 +163,7 @@ function instancesOf(
   spec: ActorSpec,
   ctx: {
     dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>;
-    token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string;
+    token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
   },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
@@ -228,18 +236,25 @@ function gatewayFromFile(meshFile: MeshFile): GatewayOptions | undefined {
   if (!g) return undefined;
   const token = g.token_env ? process.env[g.token_env] : undefined;
   if (g.token_env && !token) throw new Error(`gateway.token_env names ${g.token_env}, which is not set in the environment`);
-  return { port: g.port, host: g.host, bodyLimitBytes: g.body_limit_bytes, ...(token !== undefined && { token }) };
+  return { port: g.port, host: g.host, bodyLimitBytes: g.body_limit_bytes, allowedHosts: g.allowed_hosts, allowedOrigins: g.allowed_origins, ...(token !== undefined && { token }) };
+}
+
+/** Options given in code (e.g. by `hermes-mesh up`) keep the mesh file's allow-lists unless they set their own. */
+function withFileAllowLists(gateway: GatewayOptions, meshFile: MeshFile): GatewayOptions {
+  return { ...gateway, allowedHosts: gateway.allowedHosts ?? meshFile.gateway?.allowed_hosts ?? [], allowedOrigins: gateway.allowedOrigins ?? meshFile.gateway?.allowed_origins ?? [] };
 }
 
 /** The gateway as a supervised child: its own process, restarted like an actor. */
 function gatewayChild(
   gateway: GatewayOptions,
-  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; options: StartMeshOptions; at: { url: string; socket: string } },
+  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[] },
 ): SupervisedChild {
   const cmd = [
     process.execPath, GATEWAY_MAIN, "--dir", ctx.dir, "--mesh", ctx.name,
     "--port", String(gateway.port), "--host", gateway.host ?? "127.0.0.1",
     ...(gateway.bodyLimitBytes !== undefined ? ["--body-limit", String(gateway.bodyLimitBytes)] : []),
+    ...(gateway.allowedHosts ?? []).flatMap((host) => ["--allowed-host", host]),
+    ...(gateway.allowedOrigins ?? []).flatMap((origin) => ["--allowed-origin", origin]),
   ];
   const output = (line: string) => {
     if (line.startsWith(GATEWAY_LINE)) {
@@ -258,16 +273,18 @@ function gatewayChild(
 }
 
 /**
- * How a mesh member process is started: the mesh-wide settings in its environment, its output
- * to `output`, and started only once it prints the ready line.
+ * How a mesh member process is started: the mesh-wide settings in its environment, without the
+ * `hidden` variables of this process (the gateway's token), its output to `output`, and started
+ * only once it prints the ready line.
  */
 function memberProcess(
-  ctx: { token: string | undefined; events: boolean; scheduler: string },
+  ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[] },
   output: (line: string) => void,
   env: Record<string, string> | (() => Record<string, string>),
 ): ProcessChildOptions {
   return {
     env: () => ({
+      ...Object.fromEntries(ctx.hidden.map((name) => [name, undefined])),
       ...(typeof env === "function" ? env() : env),
       ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
       ...(!ctx.events && { HERMES_EVENTS: "0" }),

@@ -60,6 +60,26 @@ describe("gateway", () => {
     expect((await body(await invoke(event)))).toMatchObject({ accepted: true, delivered_to: 1 });
   });
 
+  test("a poison payload (nested 20,000 deep) is refused at once with 400 code 2; then more than a credit window of requests to the same actor are all answered", async () => {
+    const nested = (depth: number) => "{\"a\":".repeat(depth - 1) + "{}" + "}".repeat(depth - 1);
+    const meta = { ...SEED.meta, receiver_id: "echo" };
+    const t0 = performance.now();
+    const poison = await invoke(`{"meta":${JSON.stringify(meta)},"payload":{"v":${nested(20_000)}}}`);
+    const refusedMs = performance.now() - t0;
+    expect(poison.status).toBe(400);
+    expect((await body(poison)).payload).toMatchObject({ error_code: 2, reason: expect.stringContaining("nests deeper than 512 levels") });
+    expect(refusedMs).toBeLessThan(1000);
+    const native = await invoke(`{"message_id":"${newMessageId()}","message_type":"request","trace_id":"deep","source_agent":"h","target_agent":"echo","reply_to":"h","timestamp":${Date.now()},"ttl":5000,"payload":${nested(513)}}`);
+    expect(native.status).toBe(400);
+    expect((await invoke(`{"meta":${JSON.stringify(meta)},"payload":${nested(512)}}`)).status).toBe(200);
+    let answered = 0;
+    for (let batch = 0; batch < 70; batch++) {
+      const replies = await Promise.all(Array.from({ length: 64 }, async (_, i) => (await body(await invoke({ meta, payload: { n: batch * 64 + i } }))).payload));
+      answered += replies.filter((p, i) => p.n === batch * 64 + i).length;
+    }
+    expect(answered).toBe(70 * 64);
+  });
+
   test("bad input gets coded answers: 400 code 2, 415, 413 code 6, and routed errors are 200", async () => {
     const badMeta = await invoke({ ...SEED, meta: { ...SEED.meta, version: "1.3" } });
     expect(badMeta.status).toBe(400);
@@ -176,6 +196,8 @@ describe("gateway with a bearer token", () => {
     expect((await body(ok)).payload.result).toBe(4);
     expect((await fetch(`${url}/health`)).status).toBe(200);
     expect((await fetch(`${url}/metrics`)).status).toBe(401);
-    expect((await fetch(`${url}/metrics?token=s3cret-token`)).status).toBe(200);
+    // ?token= is for browsers' WebSockets only (test/gateway/gateway-access.test.ts); scrapers send the header.
+    expect((await fetch(`${url}/metrics?token=s3cret-token`)).status).toBe(401);
+    expect((await fetch(`${url}/metrics`, { headers: { authorization: "Bearer s3cret-token" } })).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readTrace, renderTrace } from "../../src/observability/trace-tree.ts";
+import { findTrace, readTrace, renderTrace, type Span } from "../../src/observability/trace-tree.ts";
 import { tempDir } from "../helpers.ts";
 
 const line = (fields: Record<string, unknown>) => `${JSON.stringify({ event: "handled", status: "ok", type: "request", ...fields })}\n`;
@@ -34,9 +34,58 @@ describe("trace tree", () => {
     expect(text).toContain("coder  request  +5.0 ms  2.0 ms  error 7");
   });
 
-  test("a trace with no spans says so", () => {
+  test("a trace with no spans says so", async () => {
     using dir = tempDir();
     expect(readTrace(dir.path, "nothing")).toEqual([]);
+    expect(await findTrace(dir.path, "nothing")).toMatchObject({ spans: [], truncated: false, scannedBytes: 0 });
     expect(renderTrace("nothing", [])).toBe("trace nothing: no spans found");
+  });
+});
+
+const MiB = 1024 * 1024;
+/** Lines of another trace, `bytes` long, ending in a newline. */
+const otherLines = (bytes: number) => {
+  const one = line({ actor: "w", trace_id: "OTHER", span_id: "o", started_at: 1, duration_ms: 1, message_id: "mo" });
+  const body = one.repeat(Math.floor((bytes - 1) / one.length));
+  return body + `${"x".repeat(bytes - body.length - 1)}\n`;
+};
+const ids = (roots: Span[]): string[] => roots.flatMap((s) => [s.span_id, ...ids(s.children)]);
+
+describe("trace lookups in big logs (readTrace and findTrace read the same way)", () => {
+  test("lines across 1 MiB chunk edges, a line longer than a chunk, an overlong line skipped, a last line without newline", async () => {
+    using dir = tempDir();
+    mkdirSync(join(dir.path, "logs"));
+    const at = (span: string, started: number, extra: Record<string, unknown> = {}) => line({ actor: "w", trace_id: "T", span_id: span, started_at: started, duration_ms: 1, message_id: `m-${span}`, ...extra });
+    const edge = at("edge", 1);
+    const text =
+      otherLines(MiB - 10) + edge + // straddles the first chunk's end
+      otherLines(MiB) + at("long", 2, { label: "y".repeat(2.5 * MiB) }) + // grows the buffer
+      at("huge", 3, { label: "z".repeat(17 * MiB) }) + // past the 16 MiB line limit: skipped
+      at("after", 4) + otherLines(MiB) + at("last", 5).trimEnd(); // no final newline
+    writeFileSync(join(dir.path, "logs", "w.jsonl"), text);
+    const sync = ids(readTrace(dir.path, "T"));
+    const lookup = await findTrace(dir.path, "T");
+    expect(sync).toEqual(["edge", "long", "after", "last"]);
+    expect(ids(lookup.spans)).toEqual(sync);
+    expect(lookup.truncated).toBe(false);
+    expect(lookup.scannedBytes).toBeGreaterThanOrEqual(Buffer.byteLength(text));
+  });
+
+  test("a lookup past its deadline, its span limit or aborted answers with what it has, truncated", async () => {
+    using dir = tempDir();
+    mkdirSync(join(dir.path, "logs"));
+    const spans = Array.from({ length: 50 }, (_, i) => line({ actor: "w", trace_id: "T", span_id: `s${i}`, started_at: i, duration_ms: 1, message_id: `m${i}` }));
+    writeFileSync(join(dir.path, "logs", "w.jsonl"), spans.slice(0, 25).join("") + otherLines(3 * MiB) + spans.slice(25).join(""));
+    const late = await findTrace(dir.path, "T", { timeoutMs: 0 });
+    expect(late).toMatchObject({ truncated: true, reason: "deadline of 0 ms" });
+    expect(ids(late.spans).length).toBeLessThan(50);
+    const limited = await findTrace(dir.path, "T", { maxSpans: 10 });
+    expect(limited).toMatchObject({ truncated: true, reason: "limit of 10 spans" });
+    expect(ids(limited.spans)).toEqual(Array.from({ length: 10 }, (_, i) => `s${i}`));
+    const aborted = await findTrace(dir.path, "T", { signal: AbortSignal.abort() });
+    expect(aborted).toMatchObject({ truncated: true, reason: "aborted", spans: [] });
+    const whole = await findTrace(dir.path, "T");
+    expect(whole.truncated).toBe(false);
+    expect(ids(whole.spans)).toHaveLength(50);
   });
 });
