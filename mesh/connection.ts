@@ -206,7 +206,10 @@ export class Connection {
     if ((this.#state as string) === "closed") return;
     this.#state = "closing";
     this.#acks.flush();
-    await Promise.race([this.#writer.whenFlushed(), Bun.sleep(1000)]);
+    // At most a second for the queue to drain; the timer must not keep a finished script alive.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.#writer.whenFlushed(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]);
+    clearTimeout(timer);
     this.#socket.end();
     this.#finish();
   }
