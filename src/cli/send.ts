@@ -4,10 +4,11 @@ import type { Route } from "../protocol/envelope-factory.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
 import { resolveMeshDir } from "./mesh-dir.ts";
 
-const USAGE = `Usage: hermes-mesh send <target> '<json payload>' [--dir D] [--timeout ms] [--capability] [--topic] [--event]
+const USAGE = `Usage: hermes-mesh send <target> '<json payload>' | @file.json | - [--dir D] [--timeout ms] [--capability] [--topic] [--event]
 
 Sends a request to <target> (an actor name, "name#i" address or stable id) and prints the
-response payload as JSON. --capability / --topic route by capability or topic instead;
+response payload as JSON. The payload is JSON text, @file to read it from a file, or - to
+read it from standard input (for payloads too large for a command line). --capability / --topic route by capability or topic instead;
 --event sends an event and waits for nothing. Progress messages are printed to stderr.`;
 
 /** `hermes-mesh send`: exit 0 with the answer on stdout, 1 with the coded error on stderr. */
@@ -32,12 +33,19 @@ export async function runSendCommand(argv: string[]): Promise<number> {
     console.error(`hermes-mesh send: expected a target and a JSON payload\n${USAGE}`);
     return 2;
   }
-  const [target, text] = positionals as [string, string];
+  const [target, argument] = positionals as [string, string];
+  let text: string;
+  try {
+    text = await payloadText(argument);
+  } catch (error) {
+    console.error(`hermes-mesh send: cannot read the payload from ${argument}: ${(error as Error).message}`);
+    return 2;
+  }
   let payload: unknown;
   try {
     payload = JSON.parse(text);
   } catch (error) {
-    console.error(`hermes-mesh send: the payload is not JSON: ${(error as Error).message}`);
+    console.error(`hermes-mesh send: the payload${argument === text ? "" : ` in ${argument}`} is not JSON: ${(error as Error).message}`);
     return 2;
   }
   if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
@@ -66,4 +74,11 @@ export async function runSendCommand(argv: string[]): Promise<number> {
   } finally {
     await mesh.close();
   }
+}
+
+/** The payload's JSON text: the argument itself, `@path` a file's contents, `-` standard input (as curl's -d). */
+async function payloadText(argument: string): Promise<string> {
+  if (argument === "-") return await new Response(Bun.stdin.stream()).text();
+  if (argument.startsWith("@")) return await Bun.file(argument.slice(1)).text();
+  return argument;
 }

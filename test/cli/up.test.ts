@@ -47,6 +47,18 @@ describe("hermes-mesh up", () => {
     expect(missing.code).toBe(1);
     expect(missing.err).toContain("error 8 UNROUTABLE");
     expect(cli("send", "solo", "[1,2]", "--dir", run).code).toBe(2);
+    // A payload too big for a command line, from a file and from standard input.
+    const bigFile = join(dir.path, "big.json");
+    const big = JSON.stringify({ text: "x".repeat(10 * 1024 * 1024) });
+    writeFileSync(bigFile, big);
+    const fromFile = cli("send", "solo", `@${bigFile}`, "--dir", run);
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.out.length).toBe(big.length + 1);
+    const fromStdin = Bun.spawnSync([process.execPath, CLI, "send", "solo", "-", "--dir", run], { stdin: Buffer.from('{"via":"stdin"}'), stdout: "pipe", stderr: "pipe", timeout: 30_000 });
+    expect(fromStdin.stdout.toString()).toBe('{"via":"stdin"}\n');
+    const noFile = cli("send", "solo", "@/nonexistent/payload.json", "--dir", run);
+    expect(noFile.code).toBe(2);
+    expect(noFile.err).toContain("cannot read the payload from @/nonexistent/payload.json");
 
     const solo = entries.find((e) => e.address === "solo")!.pid;
     process.kill(solo, "SIGKILL");
