@@ -1,6 +1,9 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
 import type { ServedRequest } from "../../mesh/served-request.ts";
+import { createReply } from "../protocol/envelope-factory.ts";
+import { isPlainMap } from "../protocol/envelope-check.ts";
 import { ErrorCode } from "../protocol/error-codes.ts";
+import { MessageType } from "../protocol/message-types.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
 import { memoryStore, stagedStore, type ActorStore } from "./actor-store.ts";
@@ -186,9 +189,10 @@ export class ActorRuntime<State = unknown> {
       } else {
         payload = result;
       }
-      // Staged now, committed by the dedupe record of the answer (one transaction), sent after.
-      if (effects && !served.done) {
-        this.#durable!.stage(id, effects.staged);
+      // Committed with its answer (one transaction) before the answer goes. A commit the disk
+      // refuses throws code 6: answered below and recorded nowhere, so a resend runs again.
+      if (effects && !served.done && isPlainMap(payload)) {
+        this.#durable!.commit(id, effects.staged, createReply(MessageType.RESPONSE, served.request, this.#node.address, payload));
         effects.committed = true;
       }
       served.respond(payload);

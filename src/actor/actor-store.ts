@@ -1,7 +1,14 @@
 /**
  * An actor's key-value state that handlers read and write through `ctx.store`. In a durable
  * actor the writes of one handler call are committed together with its dedupe record, its
- * answer and the messages it sent, in one bun:sqlite transaction; elsewhere they live in memory.
+ * answer and the messages it sent, in one bun:sqlite transaction (on a full disk none of them
+ * is, and a request is answered with code 6); elsewhere they live in memory.
+ *
+ * @example
+ * onRequest(request, ctx) {
+ *   ctx.store.set("count", (ctx.store.get<number>("count") ?? 0) + 1);
+ *   return { count: ctx.store.get<number>("count") };
+ * }
  */
 export interface ActorStore {
   get<T = unknown>(key: string): T | undefined;

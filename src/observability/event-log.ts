@@ -1,10 +1,24 @@
-import { closeSync, mkdirSync, openSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { createLogger, type Logger } from "../actor/logger.ts";
 
 /** One line of an actor's event log. `event` names what happened; the rest depends on it. */
 export interface LogEvent {
-  event: "handled" | "sent" | "error" | "restart" | "started" | "stopped" | "tool_call" | "tool_result" | string;
+  event: "handled" | "sent" | "error" | "restart" | "started" | "stopped" | "tool_call" | "tool_result" | "log_dropped" | string;
   [field: string]: unknown;
+}
+
+/**
+ * Settings of an event log.
+ *
+ * @example
+ * const log = new EventLog(path, { actor: "echo" }, { rotateBytes: 8 << 20, log: createLogger({ component: "echo" }) });
+ */
+export interface EventLogOptions {
+  /** Past this size the file is renamed to `<name>.1.jsonl` and a new one starts. Default 64 MiB. */
+  rotateBytes?: number;
+  /** Where the log's own warnings go (it cannot write; it writes again). Default: JSON Lines on standard error. */
+  log?: Logger;
 }
 
 const FLUSH_MS = 200;
@@ -12,6 +26,12 @@ const FLUSH_MS = 200;
 const FLUSH_CHARS = 256 * 1024;
 /** Past this size the file is renamed to `<name>.1.jsonl` (one old file kept) and a new one starts. */
 const ROTATE_BYTES = 64 * 1024 * 1024;
+/**
+ * Test-only fault injection, read when a log is created: while the file this variable names
+ * exists, every write of the log fails with ENOSPC, as on a full disk. The durable store reads
+ * the same variable (src/actor/durable-store.ts). Never set it outside tests.
+ */
+const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
  * An append-only JSON Lines file of events (one per mesh member under `<mesh dir>/logs/`).
@@ -19,35 +39,59 @@ const ROTATE_BYTES = 64 * 1024 * 1024;
  * characters, and on exit): a write per line, even through Bun's FileSink, cost about half a
  * microsecond each, which showed in every hop. Rotates at 64 MiB keeping one previous file.
  *
+ * A log that cannot write (a full disk, a missing directory) never throws: the lines of a
+ * failed write are dropped and counted (`dropped`), a batch is written whole or not at all,
+ * and the first failure is warned about once. When writing works again the file gets a
+ * `log_dropped` line with the count, and a warning says how many were lost; so does close()
+ * while the log still cannot write.
+ *
  * @example
  * const log = new EventLog(`${dir}/logs/echo.jsonl`, { actor: "echo" });
  * log.write({ event: "handled", trace_id, message_id, duration_ms: 0.4 });
+ * if (log.dropped > 0) console.warn(`${log.dropped} event lines lost`);
  */
 export class EventLog {
   readonly path: string;
+  readonly rotateBytes: number;
   #bound: Record<string, unknown>;
   #boundFields: string;
-  #fd: number;
+  /** -1 while the file is not open (it could not be opened or reopened): the next flush tries again. */
+  #fd = -1;
   #lines: string[] = [];
   #pendingChars = 0;
-  #bytes: number;
+  #bytes = 0;
   #timer: ReturnType<typeof setInterval>;
   #closed = false;
+  #log: Logger;
+  #dropped = 0;
+  /** The writes failing now: since when, how many lines lost since, the first error. */
+  #outage: { since: number; dropped: number; error: string } | undefined;
+  /** The file ends mid-line (a cut-back that failed, a writer killed mid-write): the next write ends it first. */
+  #torn = false;
+  #simulatedFull: string | undefined;
+  #onExit = () => this.#finish();
 
-  readonly rotateBytes: number;
-
-  constructor(path: string, bound: Record<string, unknown> = {}, options: { rotateBytes?: number } = {}) {
+  constructor(path: string, bound: Record<string, unknown> = {}, options: EventLogOptions = {}) {
     this.rotateBytes = options.rotateBytes ?? ROTATE_BYTES;
     this.path = path;
     this.#bound = bound;
     const inner = JSON.stringify(bound).slice(1, -1);
     this.#boundFields = inner ? `${inner},` : "";
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.#bytes = sizeOf(path);
-    this.#fd = openSync(path, "a", 0o600);
+    this.#log = options.log ?? createLogger({ ...bound, component: "event-log" });
+    this.#simulatedFull = process.env[DISK_FULL_ENV] || undefined;
+    try {
+      this.#open();
+    } catch (error) {
+      this.#failed(0, error);
+    }
     this.#timer = setInterval(() => this.flush(), FLUSH_MS);
     this.#timer.unref?.();
-    process.once("exit", () => this.flush());
+    process.once("exit", this.#onExit);
+  }
+
+  /** Lines lost since this log was created because they could not be written. */
+  get dropped(): number {
+    return this.#dropped;
   }
 
   write(event: LogEvent): void {
@@ -71,38 +115,135 @@ export class EventLog {
     if (this.#pendingChars > FLUSH_CHARS) this.flush();
   }
 
+  /** Writes what is buffered, in one write. Never throws: a failed batch is dropped and counted. */
   flush(): void {
     if (this.#closed || this.#lines.length === 0) return;
-    const text = this.#lines.join("");
+    const count = this.#lines.length;
+    // After an outage the file first says how much is missing, in the same write as what follows.
+    const gap = this.#outage ? this.#gapLine(this.#outage) : "";
+    const buffer = Buffer.from(gap + this.#lines.join(""));
     this.#lines = [];
     this.#pendingChars = 0;
-    const buffer = Buffer.from(text);
-    let written = 0;
-    while (written < buffer.length) written += writeSync(this.#fd, buffer, written);
-    this.#bytes += buffer.length;
+    try {
+      this.#writeWhole(buffer);
+    } catch (error) {
+      this.#failed(count, error);
+      return;
+    }
+    if (this.#outage) this.#recovered(this.#outage);
     if (this.#bytes > this.rotateBytes) this.#rotate();
   }
 
   async close(): Promise<void> {
+    this.#finish();
+    clearInterval(this.#timer);
+    process.off("exit", this.#onExit);
+  }
+
+  /** The last flush, then the file closes; an outage still going on is reported with its count. */
+  #finish(): void {
     if (this.#closed) return;
     this.flush();
     this.#closed = true;
-    clearInterval(this.#timer);
-    closeSync(this.#fd);
+    if (this.#outage) {
+      this.#log.warn("event log closed while it could not write", { path: this.path, dropped: this.#outage.dropped, dropped_total: this.#dropped, since: this.#outage.since, error: this.#outage.error });
+    }
+    this.#closeFd();
+  }
+
+  /**
+   * Appends `buffer` completely or not at all: a write that fails part way (the disk filled
+   * up mid-batch) is cut off again, so the file never holds half a line.
+   */
+  #writeWhole(buffer: Buffer): void {
+    if (this.#fd < 0) this.#open();
+    if (this.#simulatedFull !== undefined && existsSync(this.#simulatedFull)) throw simulatedEnospc();
+    const start = fstatSync(this.#fd).size;
+    const data = this.#torn ? Buffer.concat([NEWLINE, buffer]) : buffer;
+    let written = 0;
+    try {
+      while (written < data.length) written += writeSync(this.#fd, data, written);
+    } catch (error) {
+      if (written > 0) this.#cutBack(start);
+      throw error;
+    }
+    this.#torn = false;
+    this.#bytes = start + data.length;
+  }
+
+  #cutBack(size: number): void {
+    try {
+      ftruncateSync(this.#fd, size);
+    } catch {
+      // Cannot even truncate: reopen before the next write, which then starts on a fresh line.
+      this.#closeFd();
+    }
+  }
+
+  #open(): void {
+    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+    // a+: appends, and reads the last byte to see whether the file ends mid-line.
+    this.#fd = openSync(this.path, "a+", 0o600);
+    this.#bytes = fstatSync(this.#fd).size;
+    this.#torn = this.#bytes > 0 && !endsWithNewline(this.#fd, this.#bytes);
+  }
+
+  #failed(count: number, error: unknown): void {
+    this.#dropped += count;
+    if (this.#outage) {
+      this.#outage.dropped += count;
+      return;
+    }
+    const reason = reasonOf(error);
+    this.#outage = { since: Date.now(), dropped: count, error: reason };
+    this.#log.warn("event log cannot write: dropping lines until it can", { path: this.path, error: reason });
+  }
+
+  #recovered(outage: { since: number; dropped: number; error: string }): void {
+    this.#outage = undefined;
+    this.#log.warn("event log writing again", { path: this.path, dropped: outage.dropped, dropped_total: this.#dropped, since: outage.since, error: outage.error });
+  }
+
+  #gapLine(outage: { since: number; dropped: number; error: string }): string {
+    return `${JSON.stringify({ ts: Date.now(), ...this.#bound, event: "log_dropped", dropped: outage.dropped, since: outage.since, error: outage.error })}\n`;
   }
 
   #rotate(): void {
-    closeSync(this.#fd);
-    renameSync(this.path, this.path.replace(/\.jsonl$/, ".1.jsonl"));
-    this.#fd = openSync(this.path, "a", 0o600);
-    this.#bytes = 0;
+    try {
+      this.#closeFd();
+      renameSync(this.path, this.path.replace(/\.jsonl$/, ".1.jsonl"));
+      this.#open();
+    } catch (error) {
+      // The next flush opens the file again, wherever the rename left it.
+      this.#closeFd();
+      this.#failed(0, error);
+    }
+  }
+
+  #closeFd(): void {
+    if (this.#fd < 0) return;
+    try {
+      closeSync(this.#fd);
+    } catch {
+      // Already unusable: nothing more to lose.
+    }
+    this.#fd = -1;
   }
 }
 
-function sizeOf(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
+const NEWLINE = Buffer.from("\n");
+
+function endsWithNewline(fd: number, size: number): boolean {
+  const last = Buffer.alloc(1);
+  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
+}
+
+function reasonOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === "string" && !message.startsWith(code) ? `${code}: ${message}` : message;
+}
+
+function simulatedEnospc(): Error {
+  return Object.assign(new Error(`ENOSPC: no space left on device, write (simulated by ${DISK_FULL_ENV})`), { code: "ENOSPC", errno: -28, syscall: "write" });
 }

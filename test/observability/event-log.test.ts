@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createLogger } from "../../src/actor/logger.ts";
 import { EventLog } from "../../src/observability/event-log.ts";
+import { diskKinds, injectInto, openDisk } from "../disk-full.ts";
 import { tempDir } from "../helpers.ts";
 
 const lines = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
@@ -31,4 +33,76 @@ describe("EventLog", () => {
     await log.close();
     expect(lines(path).map((l) => l.i)).toEqual([30]);
   });
+});
+
+/** A logger that keeps its lines, to see what an event log warns about. */
+function capture() {
+  const lines: Array<Record<string, unknown>> = [];
+  return { lines, log: createLogger({}, (line) => lines.push(JSON.parse(line))) };
+}
+
+for (const { kind, skip } of diskKinds()) {
+  describe.skipIf(skip !== undefined)(`EventLog on a full disk (${kind}${skip ? `; skipped: ${skip}` : ""})`, () => {
+    test("never throws: drops and counts the lines it cannot write, warns once, and says how many when it writes again", async () => {
+      using disk = openDisk(kind);
+      const path = join(disk.dir, "logs", "echo.jsonl");
+      const warnings = capture();
+      let log: EventLog;
+      {
+        using _ = injectInto(disk);
+        log = new EventLog(path, { actor: "echo" }, { log: warnings.log });
+      }
+      log.write({ event: "before", i: 0 });
+      log.flush();
+      disk.fill();
+      // Enough for the file's last page and more: a tmpfs takes a write until its page is full.
+      const pad = "y".repeat(300);
+      for (let i = 1; i <= 40; i++) {
+        log.write({ event: "during", i, pad });
+        if (i % 10 === 0) log.flush();
+      }
+      expect(log.dropped).toBeGreaterThan(0);
+      expect(warnings.lines.filter((l) => l.msg === "event log cannot write: dropping lines until it can")).toHaveLength(1);
+      expect(String(warnings.lines[0]!.error)).toContain("ENOSPC");
+      // A batch goes whole or not at all: the file holds no half line.
+      expect(lines(path).map((l) => l.event)).toEqual(["before", ...Array.from({ length: 40 - log.dropped }, () => "during")]);
+      disk.free();
+      log.write({ event: "after", i: 41 });
+      log.flush();
+      const recovered = warnings.lines.find((l) => l.msg === "event log writing again");
+      expect(recovered).toMatchObject({ dropped: log.dropped, dropped_total: log.dropped, path });
+      const written = lines(path);
+      expect(written.at(-2)).toMatchObject({ event: "log_dropped", actor: "echo", dropped: log.dropped });
+      expect(written.at(-1)).toMatchObject({ event: "after", i: 41 });
+      await log.close();
+      expect(warnings.lines).toHaveLength(2);
+    });
+
+    test("closed while it still cannot write, it warns with the count", async () => {
+      using disk = openDisk(kind);
+      const warnings = capture();
+      let log: EventLog;
+      {
+        using _ = injectInto(disk);
+        log = new EventLog(join(disk.dir, "a.jsonl"), {}, { log: warnings.log });
+      }
+      disk.fill();
+      for (let i = 0; i < 30; i++) log.write({ event: "x", i, pad: "z".repeat(300) });
+      await log.close();
+      expect(log.dropped).toBeGreaterThan(0);
+      expect(warnings.lines.at(-1)).toMatchObject({ msg: "event log closed while it could not write", dropped: log.dropped });
+    });
+  });
+}
+
+test("a log whose file cannot be opened at all drops lines instead of failing its owner", async () => {
+  using dir = tempDir();
+  writeFileSync(join(dir.path, "not-a-dir"), "");
+  const warnings = capture();
+  const log = new EventLog(join(dir.path, "not-a-dir", "x.jsonl"), {}, { log: warnings.log });
+  log.write({ event: "x" });
+  log.flush();
+  await log.close();
+  expect(log.dropped).toBe(1);
+  expect(warnings.lines.map((l) => l.msg)).toEqual(["event log cannot write: dropping lines until it can", "event log closed while it could not write"]);
 });
