@@ -50,7 +50,9 @@ describe("hermes-mesh run / runs", () => {
 
     // The CLI's trace_id is the run request's id; event logs are flushed every 200 ms.
     let trace = await cli("trace", runId!, "--dir", t.dir);
-    await waitFor(async () => (trace = await cli("trace", runId!, "--dir", t.dir)).out.includes("round 2 (succeeded)"), "the run's spans in the event logs");
+    // Each member flushes on its own tick: wait for the orchestrator's own span of the run as well.
+    const complete = (out: string) => out.includes("round 2 (succeeded)") && /└─ orchestrator {2}request/.test(out);
+    await waitFor(async () => complete((trace = await cli("trace", runId!, "--dir", t.dir)).out), "the run's spans in the event logs");
     expect(trace.code).toBe(0);
     expect(trace.out).toMatch(/└─ orchestrator {2}request/);
     expect(trace.out).toMatch(/├─ orchestrator {2}node image → capability:image_generation \(succeeded\)/);
