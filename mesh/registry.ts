@@ -206,9 +206,18 @@ export class Registry {
       .map(([name, instances]) => ({ name, instances: instances.sort((a, b) => a.instance - b.instance) }));
   }
 
-  /** The actor names in the registry, sorted: the `known` field of an UNROUTABLE (code 8) error. */
-  known(): string[] {
-    return [...this.#byName.keys()].sort();
+  /**
+   * What a route of `kind` can reach, sorted, for the `known` field of an UNROUTABLE (code 8)
+   * error: actor names (the default), capabilities, or topic patterns subscribed to. Clients
+   * are never listed: nothing routes to them by name.
+   *
+   * @example
+   * registry.known("capability"); // ["calculator", "echo"]
+   */
+  known(kind: "name" | "capability" | "topic" = "name"): string[] {
+    const actors = [...this.#byAddress.values()].filter((e) => e.kind !== "client");
+    const values = kind === "name" ? actors.map((e) => e.name) : actors.flatMap((e) => (kind === "capability" ? e.capabilities : e.subscriptions));
+    return [...new Set(values)].sort();
   }
 
   #entries(addresses: Iterable<string>): RegistryEntry[] {

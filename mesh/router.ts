@@ -11,8 +11,8 @@ export interface RouteTable {
   withCapability(capability: string): RegistryEntry[];
   /** Subscribers of a topic, one group of instances per subscribing actor (a pool gets one delivery). */
   subscribersOf(topic: string): Array<{ instances: RegistryEntry[] }>;
-  /** Actor names known, for error messages. */
-  known(): string[];
+  /** What a route of this kind can reach, for error messages: actor names, or the capabilities or topic patterns declared. */
+  known(kind?: "name" | "capability" | "topic"): string[];
 }
 
 /** Picks one instance among candidates (the scheduler); undefined when none is usable. */
@@ -37,19 +37,19 @@ export class Router {
     if (route.target_agent !== undefined) {
       const candidates = this.#table.resolveTarget(route.target_agent);
       const chosen = this.#choose(candidates);
-      if (!chosen) throw this.#unroutable(`no actor named '${route.target_agent}'`, route.target_agent, candidates);
+      if (!chosen) throw this.#unroutable(`no actor named '${route.target_agent}'`, route.target_agent, candidates, "name");
       return [chosen];
     }
     if (route.topic !== undefined) {
       const groups = this.#table.subscribersOf(route.topic);
       const chosen = groups.map((group) => this.#choose(group.instances)).filter((e) => e !== undefined);
-      if (chosen.length === 0) throw this.#unroutable(`no subscriber for topic '${route.topic}'`, route.topic, []);
+      if (chosen.length === 0) throw this.#unroutable(`no subscriber for topic '${route.topic}'`, route.topic, [], "topic");
       return chosen;
     }
     if (route.capability !== undefined) {
       const candidates = this.#table.withCapability(route.capability);
       const chosen = this.#choose(candidates, route.capability);
-      if (!chosen) throw this.#unroutable(`no healthy actor with capability '${route.capability}'`, route.capability, candidates);
+      if (!chosen) throw this.#unroutable(`no healthy actor with capability '${route.capability}'`, route.capability, candidates, "capability");
       return [chosen];
     }
     throw new HermesError(ErrorCode.INVALID_REQUEST, "a route needs target_agent, topic or capability", {
@@ -67,11 +67,11 @@ export class Router {
     return this.#pick(candidates, capability) ?? candidates[Math.floor(Math.random() * candidates.length)];
   }
 
-  #unroutable(detail: string, target: string, candidates: RegistryEntry[]): HermesError {
+  #unroutable(detail: string, target: string, candidates: RegistryEntry[], kind: "name" | "capability" | "topic"): HermesError {
     const down = candidates.filter((c) => c.health !== "healthy").map((c) => `${c.address} (${c.health})`);
     return new HermesError(ErrorCode.UNROUTABLE, down.length > 0 ? `${detail}: ${down.join(", ")}` : detail, {
       target,
-      known: this.#table.known(),
+      known: this.#table.known(kind),
     });
   }
 }

@@ -15,6 +15,17 @@ function entry(name: string, instance: number, more: Partial<RegistryEntry> = {}
 const addresses = (entries: RegistryEntry[]) => entries.map((e) => e.address);
 
 describe("Registry", () => {
+  test("known lists what a route of each kind can reach, never clients", () => {
+    const registry = new Registry();
+    registry.upsert(entry("calc", 0, { address: "calc", capabilities: ["calculator", "math"], subscriptions: ["task.#"] }));
+    registry.upsert(entry("echo", 0, { capabilities: ["echo"] }));
+    registry.upsert(entry("echo", 1, { capabilities: ["echo"] }));
+    registry.upsert(entry("cli-01abc", 0, { address: "cli-01abc", kind: "client", subscriptions: ["spy.#"] }));
+    expect(registry.known()).toEqual(["calc", "echo"]);
+    expect(registry.known("capability")).toEqual(["calculator", "echo", "math"]);
+    expect(registry.known("topic")).toEqual(["task.#"]);
+  });
+
   test("upsert, patch, remove and snapshot; listeners hear each applied update", () => {
     const registry = new Registry();
     const heard: RegistryUpdate[] = [];
