@@ -59,10 +59,14 @@ supervisor:
   test("a request nested 20,000 levels deep is refused at once with code 2 naming where; then 5,000 requests on the same link are all answered", async () => {
     const client = await t.client();
     await client.request("echo", { warm: 1 }, { timeoutMs: 5000 });
-    const poison = await codeOf(client.request("echo", { v: nested(20_000) }, { timeoutMs: 10_000 }));
+    const payload = { v: nested(20_000) };
+    const t0 = performance.now();
+    const poison = await codeOf(client.request("echo", payload, { timeoutMs: 10_000 }));
+    const refusedMs = performance.now() - t0;
     expect(poison.code).toBe(ErrorCode.INVALID_REQUEST);
     expect(String(poison.error.fields.reason)).toStartWith("payload.v.a.a.a.a.a…");
-    expect(poison.ms).toBeLessThan(1000);
+    console.log(`poison payload (20,000 levels) refused in ${refusedMs.toFixed(2)} ms`);
+    expect(refusedMs).toBeLessThan(1000);
     // Just inside the limit travels; just past it does not.
     expect((await client.request("echo", nested(MAX_PAYLOAD_DEPTH), { timeoutMs: 5000 })).payload).toEqual(nested(MAX_PAYLOAD_DEPTH));
     expect((await codeOf(client.request("echo", nested(MAX_PAYLOAD_DEPTH + 1), { timeoutMs: 5000 }))).code).toBe(ErrorCode.INVALID_REQUEST);
