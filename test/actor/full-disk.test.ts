@@ -24,7 +24,7 @@ import { parseMeshFile } from "../../src/supervisor/mesh-file.ts";
 import { startMesh, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
 import { diskKinds, injectInto, openDisk, type FullableDisk } from "../disk-full.ts";
 import { waitFor } from "../helpers.ts";
-import { ACTORS, FIXTURE_ACTORS } from "./mesh-harness.ts";
+import { ACTORS, FIXTURE_ACTORS, stopMeshForGood } from "./mesh-harness.ts";
 
 /** Far more than a refused commit takes: a code-6 answer must come long before it. */
 const TIMEOUT_MS = 15_000;
@@ -89,15 +89,7 @@ supervisor:
     },
     async [Symbol.asyncDispose]() {
       await client.close().catch(() => {});
-      const pids = mesh.registry.snapshot().map((e) => e.pid).filter((p): p is number => p !== undefined);
-      await mesh.stop().catch(() => {});
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // Already gone, as it should be.
-        }
-      }
+      await stopMeshForGood(mesh);
     },
   };
 }

@@ -61,17 +61,21 @@ export async function startTestMesh(yaml: string, options: { gateway?: GatewayOp
     },
     async [Symbol.asyncDispose]() {
       await Promise.allSettled(clients.map((c) => c.close()));
-      // Whatever happened in the test, no actor process may outlive it.
-      const pids = mesh.registry.snapshot().map((e) => e.pid).filter((p): p is number => p !== undefined);
-      await mesh.stop().catch(() => {});
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // Already gone, as it should be.
-        }
-      }
+      await stopMeshForGood(mesh);
       dir[Symbol.dispose]();
     },
   };
+}
+
+/** Stops a mesh and, whatever happened in the test, leaves no actor process of it running. */
+export async function stopMeshForGood(mesh: RunningMesh): Promise<void> {
+  const pids = mesh.registry.snapshot().map((e) => e.pid).filter((p): p is number => p !== undefined);
+  await mesh.stop().catch(() => {});
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Already gone, as it should be.
+    }
+  }
 }
