@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { defineActor } from "../src/actor/define-actor.ts";
-import { agentByName, loadAgentsFile, type AgentConfig, type AgentsFile } from "../src/agent/agent-config.ts";
+import { agentByName, loadAgentsFile, scriptedProviderNotice, type AgentConfig, type AgentsFile } from "../src/agent/agent-config.ts";
 import { runAgent } from "../src/agent/agent-loop.ts";
 import type { ChatMessage, ChatModel } from "../src/agent/chat-types.ts";
 import { chainToMessages, readChain } from "../src/agent/context-chain.ts";
@@ -15,6 +15,9 @@ import { ToolRegistry } from "../src/agent/tool-registry.ts";
 import { builtinTools } from "../src/agent/tools/builtin-tools.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
+
+/** Under the text of an answer that came with a notice: short, the notice itself is in `notice`. */
+const SCRIPTED_MARK = "[scripted answer, not about your request: see `notice` for how to use a real model]";
 
 interface AgentState {
   config: AgentConfig;
@@ -32,7 +35,9 @@ interface AgentState {
  * for the agent either way.
  *
  * Requests: `{ task, context_chain? }` runs the agent loop and answers
- * `{ answer, steps, tool_calls, usage }`, with a progress message per step;
+ * `{ answer, model, steps, tool_calls, usage }`, with a progress message per step; on the
+ * scripted provider also `notice` (first), saying the answer is scripted and how to point the
+ * agents at a real endpoint, and the answer text ends with a line saying so;
  * `{ op: "remember", text, meta? }` stores a long-term fact (agents with a recall namespace).
  */
 export default defineActor<AgentState>({
@@ -74,7 +79,16 @@ export default defineActor<AgentState>({
       progress: (step) => ctx.progress(step),
       onEvent: (event) => ctx.record(event),
     });
-    return { answer: outcome.answer, steps: outcome.steps, tool_calls: outcome.tool_calls, usage: { ...outcome.usage } };
+    // A notice (the scripted provider's) goes first in the answer, and under the answer text too.
+    const answer = outcome.notice === undefined ? outcome.answer : `${outcome.answer.trimEnd()}\n\n${SCRIPTED_MARK}`;
+    return {
+      ...(outcome.notice !== undefined && { notice: outcome.notice }),
+      model: outcome.model,
+      answer,
+      steps: outcome.steps,
+      tool_calls: outcome.tool_calls,
+      usage: { ...outcome.usage },
+    };
   },
   onStop(ctx) {
     ctx.state.facts?.close();
@@ -90,7 +104,7 @@ function modelOf(file: AgentsFile): ChatModel {
     });
   }
   if (!file.provider.script) throw new HermesError(ErrorCode.INVALID_REQUEST, `${file.path}: the scripted provider needs provider.script`, { reason: "no script" });
-  const scripted = new ScriptedModel(loadScript(file.provider.script));
+  const scripted = new ScriptedModel({ ...loadScript(file.provider.script), notice: scriptedProviderNotice(file) });
   const latency = file.provider.latency_ms;
   if (!latency) return scripted;
   // Simulated model latency, so demos and load tests see time pass as with a real model.

@@ -1,23 +1,26 @@
 import { defineActor } from "../src/actor/define-actor.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
-import { beginExecution, demoInit, demoStats, failIfAsked, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
+import { beginExecution, demoInit, demoStats, failIfAsked, nodeFields, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
 
 /**
  * A stand-in caption writer for the demo workflow (offline and deterministic). Its first draft
  * is wordy; given `feedback` (the validator's, when the work is sent back) it writes the short
- * caption instead. Options: `delay_ms` (default 150), `fail_times`.
+ * caption instead. Options: `delay_ms` (default 150), `fail_times`. It answers to
+ * `text_generation` too: the seed design's workflow (actors/workflows/image_with_caption.yaml)
+ * asks for its caption by that capability.
  *
- * Payload: `{ prompt, feedback? }`. Answer: `{ caption, revised, started_at, ended_at, execution }`.
+ * Payload: `{ prompt, feedback? }`, or a workflow's default `{ input: { prompt }, feedback? }`
+ * (see nodeFields). Answer: `{ caption, revised, started_at, ended_at, execution }`.
  */
 export default defineActor<DemoState>({
-  capabilities: ["caption_generation"],
+  capabilities: ["caption_generation", "text_generation"],
   concurrency: 64,
   durable: true,
   init: demoInit,
   async onRequest(request, ctx) {
-    const p = request.payload;
-    if (p.op === "stats") return demoStats(ctx, p);
+    if (request.payload.op === "stats") return demoStats(ctx, request.payload);
+    const p = nodeFields(request.payload);
     const execution = beginExecution(ctx);
     const started_at = Date.now();
     if (typeof p.prompt !== "string" || !p.prompt.trim()) {

@@ -69,3 +69,19 @@ export function failIfAsked(p: Payload, execution: number, what: string): void {
 export function numberOr(value: unknown, fallback: number): number {
   return typeof value === "number" && Number.isFinite(value) ? value : fallback;
 }
+
+/**
+ * The payload as a demo actor reads it, however a workflow node built it: a node with an
+ * `input` mapping sends the fields themselves (`{ prompt }`); a node without one gets the
+ * engine's default `{ input, results?, feedback? }` (src/workflow/run-scope.ts, nodePayload),
+ * whose `input` (the run's input) then fills in the fields the top level lacks.
+ *
+ * @example
+ * nodeFields({ input: { prompt: "a fox" }, results: { image: { image: "image://x.png" } } });
+ * // { prompt: "a fox", input: { prompt: "a fox" }, results: { image: { image: "image://x.png" } } }
+ */
+export function nodeFields(p: Payload): Payload {
+  const input = p.input;
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return p;
+  return { ...(input as Payload), ...p };
+}

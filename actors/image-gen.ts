@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { defineActor } from "../src/actor/define-actor.ts";
 import { ErrorCode } from "../src/protocol/error-codes.ts";
 import { HermesError } from "../src/protocol/hermes-error.ts";
-import { beginExecution, demoInit, demoStats, failIfAsked, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
+import { beginExecution, demoInit, demoStats, failIfAsked, nodeFields, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
 
 /**
  * A stand-in image generator for the demo workflow (offline and deterministic): the same prompt
@@ -11,7 +11,8 @@ import { beginExecution, demoInit, demoStats, failIfAsked, numberOr, simulateWor
  * `fail_times` (the first n executions of a run fail). The answer tells when the work started
  * and ended and which execution of the run it was.
  *
- * Payload: `{ prompt, style? }`. Answer: `{ image, width, height, prompt, started_at, ended_at, execution }`.
+ * Payload: `{ prompt, style? }`, or a workflow's default `{ input: { prompt, style? } }` (see
+ * nodeFields). Answer: `{ image, width, height, prompt, started_at, ended_at, execution }`.
  */
 export default defineActor<DemoState>({
   capabilities: ["image_generation"],
@@ -19,8 +20,8 @@ export default defineActor<DemoState>({
   durable: true,
   init: demoInit,
   async onRequest(request, ctx) {
-    const p = request.payload;
-    if (p.op === "stats") return demoStats(ctx, p);
+    if (request.payload.op === "stats") return demoStats(ctx, request.payload);
+    const p = nodeFields(request.payload);
     const execution = beginExecution(ctx);
     const started_at = Date.now();
     if (p.placeholder === true) {

@@ -5,7 +5,7 @@ import type { WriteQueue } from "./write-queue.ts";
  * When a connection's cumulative ack goes out: on the next data write of this event-loop turn
  * (an answer, the caller's next request) through the write queue's beforeFlush hook, or alone
  * on the next turn when no data goes out. One write per turn either way, and well inside the
- * 5 ms PROTOCOL.md section 4 allows.
+ * 5 ms docs/protocol.md §4 allows.
  */
 export class AckEmitter {
   readonly tracker = new AckTracker();

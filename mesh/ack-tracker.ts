@@ -1,5 +1,5 @@
 /**
- * Receiver side of cumulative acknowledgement (PROTOCOL.md section 4). Envelopes may finish
+ * Receiver side of cumulative acknowledgement (docs/protocol.md §4). Envelopes may finish
  * handling out of order (concurrent handlers); the ack may only cover the contiguous prefix of
  * handled sequence numbers.
  */

@@ -13,6 +13,23 @@ export function controlSocketPath(dir: string): string {
   return join(dir, "supervisor.sock");
 }
 
+/**
+ * What a running mesh tells the programs that talk to it, in `<dir>/mesh.json` while it runs:
+ * its name and the name (never the value) of the environment variable holding its token, so
+ * that the CLI can find the token the way the mesh file says (`mesh.token_env`).
+ */
+export interface MeshInfo {
+  name: string;
+  token_env: string | null;
+  supervisor_pid: number;
+  started_at: number;
+}
+
+/** The file of a mesh directory holding its MeshInfo. */
+export function meshInfoPath(dir: string): string {
+  return join(dir, "mesh.json");
+}
+
 /** The socket an actor instance listens on: `<dir>/<name>.sock`, or `<dir>/<name>.<i>.sock` in a pool. */
 export function actorSocketPath(dir: string, name: string, instance: number, poolSize: number): string {
   return join(dir, poolSize > 1 ? `${name}.${instance}.sock` : `${name}.sock`);

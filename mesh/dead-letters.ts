@@ -9,7 +9,7 @@ export interface DeadLetter {
   at: number;
 }
 
-/** The envelopes a node gave up on (PROTOCOL.md section 4), the newest `capacity` kept. */
+/** The envelopes a node gave up on (docs/protocol.md §4), the newest `capacity` kept. */
 export class DeadLetters {
   readonly capacity: number;
   #items: DeadLetter[] = [];

@@ -37,7 +37,7 @@ export interface DedupeStore {
 }
 
 /**
- * Receiver-side deduplication by message_id (PROTOCOL.md section 4): the last `capacity` ids
+ * Receiver-side deduplication by message_id (docs/protocol.md §4): the last `capacity` ids
  * (default 100,000), each for up to `maxAgeMs` (default 10 minutes). A redelivered envelope
  * found here is acknowledged again and not handled twice; a request gets its stored answer.
  *

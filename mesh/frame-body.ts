@@ -10,7 +10,7 @@ import { describeValue } from "./frame-errors.ts";
 export type FrameBody = { map: Record<string, any> } | { error: HermesError; fatal: boolean };
 
 /**
- * Decodes one frame body and checks it is a map (PROTOCOL.md section 1). Undecodable bytes are
+ * Decodes one frame body and checks it is a map (docs/protocol.md §1). Undecodable bytes are
  * fatal on a records stream, whose structure table is lost with them; on plain msgpack the
  * framing still holds and the connection goes on.
  */

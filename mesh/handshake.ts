@@ -6,7 +6,7 @@ import { HermesError } from "../src/protocol/hermes-error.ts";
 import { invalidFrame } from "./frame-errors.ts";
 
 /**
- * Checks the peer's hello (PROTOCOL.md section 2): shape, protocol version, token. Returns it
+ * Checks the peer's hello (docs/protocol.md §2): shape, protocol version, token. Returns it
  * with the codec both sides will use from now on; throws the coded refusal (2 or 5) to send
  * before closing.
  */

@@ -12,7 +12,7 @@ export type LivenessAction =
 
 /**
  * The clocks of one connection: hello deadline, partial-frame deadline (slow-loris guard),
- * ping after an idle interval, and health from missed pongs (PROTOCOL.md section 5: three
+ * ping after an idle interval, and health from missed pongs (docs/protocol.md §5: three
  * missed pongs mark the peer unhealthy). Pure bookkeeping; the connection acts on what
  * `check` returns.
  */

@@ -12,7 +12,7 @@ export interface PeerLinkOptions {
   socketPath: () => string | undefined;
   /** Hello settings of this side. */
   connection: ConnectionOptions;
-  /** Deliveries before an envelope is dead-lettered. Default 10 (PROTOCOL.md section 4). */
+  /** Deliveries before an envelope is dead-lettered. Default 10 (docs/protocol.md §4). */
   maxAttempts?: number;
   /** Envelopes the peer sends back on this connection (answers to our requests, mostly). */
   onEnvelope: EnvelopeHandler;

@@ -12,7 +12,7 @@ export interface RegistryEntry {
   instance: number;
   /** Unique address of this instance: the name for a single instance, "name#i" in a pool. */
   address: string;
-  /** Stable id (PROTOCOL.md section 8), same across restarts: stableAgentId(address, mesh name, hostname). */
+  /** Stable id (docs/protocol.md §8), same across restarts: stableAgentId(address, mesh name, hostname). */
   id: string;
   /** Unix socket path the instance listens on. */
   socket: string;

@@ -19,7 +19,7 @@ export interface RouteTable {
 export type InstancePicker = (candidates: readonly RegistryEntry[], capability?: string) => RegistryEntry | undefined;
 
 /**
- * The three routing layers of the seed design, in precedence order (PROTOCOL.md section 3):
+ * The three routing layers of the seed design, in precedence order (docs/protocol.md §3):
  * `target_agent`, else `topic` (every matching subscriber), else `capability` (one healthy
  * instance chosen by the scheduler). Nothing matching is code 8 naming what is known.
  */

@@ -83,7 +83,7 @@ export { UsageLedger } from "./agent/usage-ledger.ts";
 export { ShortTermMemory, type Summariser } from "./agent/short-term-memory.ts";
 export { LongTermMemory, type Fact } from "./agent/long-term-memory.ts";
 export { startChain, extendChain, chainToMessages, readChain, withChain, type ContextChain } from "./agent/context-chain.ts";
-export { loadAgentsFile, agentByName, AgentConfigSchema, AgentsFileSchema, type AgentConfig, type AgentsFile } from "./agent/agent-config.ts";
+export { loadAgentsFile, agentByName, scriptedProviderNotice, AgentConfigSchema, AgentsFileSchema, type AgentConfig, type AgentsFile } from "./agent/agent-config.ts";
 export { runAgent, type AgentTask, type AgentOutcome, type ToolBox, type ConversationMemory, type FactRecall } from "./agent/agent-loop.ts";
 
 // Workflows: YAML DAGs run by the orchestrator actor.

@@ -7,6 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { runActorHost } from "./actor-host.ts";
+import { formatBuildErrors } from "./build-errors.ts";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -41,7 +42,15 @@ async function main(): Promise<void> {
       events: process.env.HERMES_EVENTS !== "0",
     });
   } catch (error) {
-    console.error(JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: values.name, msg: "actor failed to start", error: String(error) }));
+    const line = (fields: Record<string, unknown>) => JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: values.name, ...fields });
+    const buildErrors = formatBuildErrors(error);
+    if (buildErrors === undefined) {
+      console.error(line({ msg: "actor failed to start", error: String(error) }));
+    } else {
+      // Compiler-style lines, each error once with its file:line:column and source line: a
+      // JSON string would fold them into one line of escaped newlines.
+      console.error(`${line({ msg: "actor module failed to load", module: values.module })}\n${buildErrors}`);
+    }
     process.exit(1);
   }
 }

@@ -93,6 +93,29 @@ export function loadAgentsFile(path: string): AgentsFile {
   };
 }
 
+/**
+ * What every answer of agents on the scripted provider says about itself: that it is scripted
+ * (the same replies whatever is asked), and which settings point the agents at a real
+ * OpenAI-compatible endpoint instead. Why: a new user asking the demo pipeline for something
+ * else would otherwise get the script's unrelated answer with no hint why.
+ *
+ * @example
+ * scriptedProviderNotice(loadAgentsFile("actors/agents.yaml"));
+ * // "Scripted answer, not about your request: ... set provider.kind: openai and provider.base_url ..."
+ */
+export function scriptedProviderNotice(file: Pick<AgentsFile, "path" | "provider">): string {
+  const script = file.provider.script ? `, replaying ${file.provider.script}` : "";
+  return [
+    `Scripted answer, not about your request: these agents run on the scripted provider (provider.kind: scripted in ${file.path}${script}),`,
+    "which gives the same replies whatever is asked.",
+    `To use a real model, set in ${file.path}: provider.kind: openai, and provider.base_url: an OpenAI-compatible endpoint,`,
+    "e.g. http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8080/v1 (llama.cpp server) (without base_url: $OPENAI_BASE_URL, else https://api.openai.com/v1);",
+    `its API key goes in $${file.provider.api_key_env} (provider.api_key_env names the variable; local servers need none);`,
+    "and set each agent's model: to a model that server serves.",
+    "Or point HERMES_AGENTS_FILE at an agents file of your own. Then restart the mesh.",
+  ].join(" ");
+}
+
 /** The agent named `name`; code 8 listing the known ones when there is none. */
 export function agentByName(file: AgentsFile, name: string): AgentConfig {
   const agent = file.agents.find((a) => a.name === name);

@@ -43,6 +43,10 @@ export interface AgentTask {
 /** What an agent produced. */
 export interface AgentOutcome {
   answer: string;
+  /** The model that gave the answer, as it named itself ("scripted" for the scripted model). */
+  model: string;
+  /** The model's notice about its answers (see ChatResponse.notice), when it gave one. */
+  notice?: string;
   steps: number;
   tool_calls: number;
   usage: Usage;
@@ -98,7 +102,7 @@ export async function runAgent(
     task.onEvent?.({ event: "model", agent: config.name, step, finish_reason: response.finish_reason, tool_calls: calls.length, tokens: response.usage.total_tokens });
     if (calls.length === 0) {
       task.progress?.({ agent: config.name, step, kind: "answer" });
-      return { answer: reply.content ?? "", steps: step, tool_calls: toolCalls, usage };
+      return { answer: reply.content ?? "", model: response.model, ...(response.notice !== undefined && { notice: response.notice }), steps: step, tool_calls: toolCalls, usage };
     }
     task.progress?.({ agent: config.name, step, kind: "tools", tools: calls.map((c) => c.name) });
     toolCalls += calls.length;

@@ -63,6 +63,11 @@ export interface ChatResponse {
   model: string;
   /** "stop", "tool_calls", "length", ... */
   finish_reason: string;
+  /**
+   * Set when the answer is not a model's answer to the request (the scripted model): what the
+   * reader should know about it, passed on to whoever reads the agent's answer.
+   */
+  notice?: string;
 }
 
 /** Anything that completes chats: the OpenAI-compatible HTTP client, the scripted model. */

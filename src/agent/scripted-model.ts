@@ -42,6 +42,17 @@ export interface ScriptedModelOptions {
   tracks: ScriptTrack[];
   /** "shared" (default): one position per track. "trace": one per track and trace_id, so concurrent tasks each play the track from its start. */
   cursor?: "shared" | "trace";
+  /**
+   * The `notice` every response carries, saying that it is scripted. Default a generic one
+   * ("scripted reply (scripted model '<name>'): ..."); the agent actor passes one that says
+   * how to use a real model (scriptedProviderNotice in agent-config.ts).
+   */
+  notice?: string;
+}
+
+/** The default notice of a scripted model's responses. */
+function scriptedNotice(name: string): string {
+  return `scripted reply (scripted model '${name}'): played from a script whatever was asked, not a model's answer to this request`;
 }
 
 const MAX_CURSORS = 10_000;
@@ -52,7 +63,8 @@ const tokens = (chars: number) => Math.ceil(chars / 4);
  * Answers each request with the next turn of the first track that matches it, and reports
  * usage of about one token per four characters. When a track has no turn left it throws
  * HermesError code 7 (INTERNAL) naming the model, the track and the turn: it never repeats
- * or invents an answer.
+ * or invents an answer. Every response says what it is: `model: "scripted"` and a `notice`
+ * (ScriptedModelOptions.notice), so a scripted answer is never taken for a real one.
  *
  * @example
  * const model = new ScriptedModel([
@@ -67,11 +79,13 @@ export class ScriptedModel implements ChatModel {
   readonly requests: ChatRequest[] = [];
   #tracks: Array<ScriptTrack & { name: string }>;
   #perTrace: boolean;
+  #notice: string;
   #cursors = new Map<string, number>();
 
   constructor(script: ScriptTurn[] | ScriptedModelOptions) {
-    const options = Array.isArray(script) ? { tracks: [{ turns: script }] } : script;
+    const options: ScriptedModelOptions = Array.isArray(script) ? { tracks: [{ turns: script }] } : script;
     this.name = options.name ?? "scripted";
+    this.#notice = options.notice ?? scriptedNotice(this.name);
     this.#perTrace = options.cursor === "trace";
     this.#tracks = options.tracks.map((track, i) => ({ ...track, name: track.name ?? track.agent ?? track.model ?? matchName(track.match) ?? `track ${i + 1}` }));
   }
@@ -152,9 +166,11 @@ export class ScriptedModel implements ChatModel {
     const completion = tokens((message.content ?? "").length + calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0));
     return {
       message,
-      model: request.model,
+      // Not request.model: the answer did not come from that model (nor is it priced as one).
+      model: "scripted",
       finish_reason: turn.finish_reason ?? (calls.length > 0 ? "tool_calls" : "stop"),
       usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+      notice: this.#notice,
     };
   }
 

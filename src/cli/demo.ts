@@ -36,7 +36,10 @@ export async function runDemo(seconds = 2): Promise<number> {
   const mesh = await startMesh(loadMeshFile(DEMO_MESH), { dir: join(dir, "run"), log: createLogger({ component: "supervisor" }, () => {}) });
   try {
     console.log(`mesh '${mesh.name}' up in ${Math.round(performance.now() - started)} ms (${DEMO_MESH}), sockets in ${mesh.dir}`);
-    for (const e of mesh.registry.snapshot()) console.log(`  ${e.address.padEnd(8)} pid ${e.pid}  ${e.socket}`);
+    // Actors only: a member's own client links (such as the orchestrator's) have no process of their own.
+    const actors = mesh.registry.snapshot().filter((e) => e.kind !== "client" && e.pid !== undefined);
+    const width = Math.max(...actors.map((e) => e.address.length));
+    for (const e of actors) console.log(`  ${e.address.padEnd(width)}  pid ${String(e.pid).padEnd(7)}  ${e.socket}`);
     const client = await connectMesh({ dir: mesh.dir, name: "demo" });
 
     const reply = await client.request("echo", { text: "你好, hermes 🌍" }, { timeoutMs: 5000 });
@@ -71,7 +74,7 @@ export async function runDemo(seconds = 2): Promise<number> {
     const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!.toFixed(1);
     console.log(`latency     -> ${samples.length} round trips in ${seconds} s: p50 ${at(0.5)} us, p99 ${at(0.99)} us (client process to actor process)`);
     await client.close();
-    console.log(`next: hermes-mesh up ${DEMO_MESH}   then, in another terminal: hermes-mesh ps; hermes-mesh send echo '{"text":"hi"}'`);
+    console.log(`next: npx hermes-mesh up ${DEMO_MESH}   then, in another terminal: npx hermes-mesh ps; npx hermes-mesh send echo '{"text":"hi"}'`);
     return intact ? 0 : 1;
   } finally {
     await mesh.stop();

@@ -3,22 +3,25 @@ import { ControlClient } from "../../mesh/control-client.ts";
 import type { RegistryEntry } from "../../mesh/registry-entry.ts";
 import { Registry } from "../../mesh/registry.ts";
 import { newMessageId } from "../protocol/ids.ts";
-import { resolveMeshDir } from "./mesh-dir.ts";
+import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 
-const USAGE = `Usage: hermes-mesh ps [--dir D] [--json]
+const USAGE = `Usage: hermes-mesh ps [--dir D] [--json] [--token-env NAME]
 
 Shows the actors of a running mesh: address, pid, health, restarts, queue depth, in flight,
-dead letters (envelopes it gave up on), seconds since the last heartbeat, capabilities.`;
+dead letters (envelopes it gave up on), seconds since the last heartbeat, capabilities.
+The mesh's token, when it has one, is read from the variable --token-env names, else
+$HERMES_MESH_TOKEN, else the variable the running mesh's file names (mesh.token_env).`;
 
 /** `hermes-mesh ps`. */
 export async function runPsCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { dir: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseArgs({ args: argv, options: { ...MESH_ACCESS_OPTIONS, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
-  const dir = resolveMeshDir(values.dir);
-  const control = await ControlClient.connect({ dir, address: `ps-${newMessageId().slice(-8).toLowerCase()}`, registry: new Registry(), token: process.env.HERMES_MESH_TOKEN || undefined });
+  const access = resolveMeshAccess(values);
+  const address = `ps-${newMessageId().slice(-8).toLowerCase()}`;
+  const control = await withAuthHint(access, () => ControlClient.connect({ dir: access.dir, address, registry: new Registry(), token: access.token }));
   try {
     const reply = await control.ps();
     if (values.json) {

@@ -7,10 +7,10 @@ import { HermesError } from "../protocol/hermes-error.ts";
 import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { loadWorkflow } from "../workflow/workflow-loader.ts";
 import { checkProviders, meshFileProviders, readModuleCapabilities } from "../workflow/workflow-providers.ts";
-import { resolveMeshDir } from "./mesh-dir.ts";
+import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 import { askOrchestrators, orchestrators } from "./runs.ts";
 
-const USAGE = `Usage: hermes-mesh run <workflow.yaml | name> ['<json input>'] [--dir D] [--timeout ms] [--detach] [--json]
+const USAGE = `Usage: hermes-mesh run <workflow.yaml | name> ['<json input>'] [--dir D] [--timeout ms] [--detach] [--json] [--token-env NAME]
        hermes-mesh run --cancel <run_id> [--dir D]
        hermes-mesh run --validate <workflow.yaml> [--mesh mesh.yaml]
 
@@ -26,7 +26,7 @@ export async function runRunCommand(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      dir: { type: "string" },
+      ...MESH_ACCESS_OPTIONS,
       timeout: { type: "string", default: "600000" },
       detach: { type: "boolean" },
       json: { type: "boolean" },
@@ -41,9 +41,9 @@ export async function runRunCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.validate !== undefined) return validate(values.validate, values.mesh);
-  const token = process.env.HERMES_MESH_TOKEN || undefined;
   if (values.cancel !== undefined) {
-    const client = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token });
+    const access = resolveMeshAccess(values);
+    const client = await withAuthHint(access, () => connectMesh({ dir: access.dir, name: "cli", token: access.token }));
     try {
       const [summary] = await askOrchestrators(client, { op: "cancel", run_id: values.cancel, reason: "cancelled from the command line" });
       if (!summary) {
@@ -86,7 +86,8 @@ export async function runRunCommand(argv: string[]): Promise<number> {
   } else request = { workflow: what, input };
   if (values.detach) request.detach = true;
 
-  const client = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token });
+  const access = resolveMeshAccess(values);
+  const client = await withAuthHint(access, () => connectMesh({ dir: access.dir, name: "cli", token: access.token }));
   const started = Date.now();
   let runId: string | undefined;
   let interrupted = false;

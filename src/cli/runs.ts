@@ -3,9 +3,9 @@ import { connectMesh, type MeshClient } from "../actor/connect-mesh.ts";
 import type { Payload } from "../protocol/envelope.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
 import type { RunSummary } from "../workflow/workflow-engine.ts";
-import { resolveMeshDir } from "./mesh-dir.ts";
+import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 
-const USAGE = `Usage: hermes-mesh runs [run_id] [--dir D] [--status S] [--limit N] [--json]
+const USAGE = `Usage: hermes-mesh runs [run_id] [--dir D] [--status S] [--limit N] [--json] [--token-env NAME]
 
 Lists the workflow runs of a running mesh's orchestrators, newest first, with their status
 and how many nodes are done (--status running|succeeded|failed|cancelled to filter). With a
@@ -42,13 +42,14 @@ export async function runRunsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { dir: { type: "string" }, status: { type: "string" }, limit: { type: "string", default: "50" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { ...MESH_ACCESS_OPTIONS, status: { type: "string" }, limit: { type: "string", default: "50" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
   });
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
-  const client = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token: process.env.HERMES_MESH_TOKEN || undefined });
+  const access = resolveMeshAccess(values);
+  const client = await withAuthHint(access, () => connectMesh({ dir: access.dir, name: "cli", token: access.token }));
   try {
     if (positionals.length > 0) {
       const [found] = await askOrchestrators(client, { op: "status", run_id: positionals[0] });

@@ -2,14 +2,16 @@ import { parseArgs } from "node:util";
 import { connectMesh } from "../actor/connect-mesh.ts";
 import type { Route } from "../protocol/envelope-factory.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
-import { resolveMeshDir } from "./mesh-dir.ts";
+import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 
-const USAGE = `Usage: hermes-mesh send <target> '<json payload>' | @file.json | - [--dir D] [--timeout ms] [--capability] [--topic] [--event]
+const USAGE = `Usage: hermes-mesh send <target> '<json payload>' | @file.json | - [--dir D] [--timeout ms] [--capability] [--topic] [--event] [--token-env NAME]
 
 Sends a request to <target> (an actor name, "name#i" address or stable id) and prints the
 response payload as JSON. The payload is JSON text, @file to read it from a file, or - to
 read it from standard input (for payloads too large for a command line). --capability / --topic route by capability or topic instead;
---event sends an event and waits for nothing. Progress messages are printed to stderr.`;
+--event sends an event and waits for nothing. Progress messages are printed to stderr.
+The mesh's token, when it has one, is read from the variable --token-env names, else
+$HERMES_MESH_TOKEN, else the variable the running mesh's file names (mesh.token_env).`;
 
 /** `hermes-mesh send`: exit 0 with the answer on stdout, 1 with the coded error on stderr. */
 export async function runSendCommand(argv: string[]): Promise<number> {
@@ -17,7 +19,7 @@ export async function runSendCommand(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      dir: { type: "string" },
+      ...MESH_ACCESS_OPTIONS,
       timeout: { type: "string", default: "10000" },
       capability: { type: "boolean" },
       topic: { type: "boolean" },
@@ -54,7 +56,8 @@ export async function runSendCommand(argv: string[]): Promise<number> {
   }
   const timeoutMs = Number(values.timeout);
   const route: Route = values.capability ? { capability: target } : values.topic ? { topic: target } : { target_agent: target };
-  const mesh = await connectMesh({ dir: resolveMeshDir(values.dir), name: "cli", token: process.env.HERMES_MESH_TOKEN || undefined });
+  const access = resolveMeshAccess(values);
+  const mesh = await withAuthHint(access, () => connectMesh({ dir: access.dir, name: "cli", token: access.token }));
   try {
     if (values.event) {
       const count = route.topic ? mesh.publish(target, payload as Record<string, unknown>) : (mesh.send(route, payload as Record<string, unknown>), 1);

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { readTrace, renderTrace } from "../observability/trace-tree.ts";
-import { resolveMeshDir } from "./mesh-dir.ts";
+import { resolveMeshDir } from "./mesh-access.ts";
 
 const USAGE = `Usage: hermes-mesh trace <trace_id> [--dir D] [--json]
 

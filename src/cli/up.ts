@@ -9,9 +9,11 @@ const USAGE = `Usage: hermes-mesh up <mesh.yaml> [--dir D] [--port P] [--host H]
 Starts the supervisor tree of the mesh file in the foreground: every actor instance its own
 process, listening on <dir>/<name>.sock, and the HTTP gateway on --host:--port (default
 127.0.0.1:8000, or the mesh file's gateway section; --port 0 picks a free port) and on
-<dir>/gateway.sock. Ctrl-C or SIGTERM stops it cleanly (actors in reverse start order, sockets
-removed). Actor log lines are printed as they come unless --quiet. The gateway's bearer token,
-if any, comes from $HERMES_GATEWAY_TOKEN (or the mesh file's gateway.token_env).`;
+<dir>/gateway.sock. Ctrl-C, SIGTERM or SIGHUP stops it cleanly (actors in reverse start order,
+sockets removed), and so does the end of the process that started it (npm, a shell, the
+launcher): no actor outlives it. Actor log lines are printed as they come unless --quiet. The
+gateway's bearer token, if any, comes from $HERMES_GATEWAY_TOKEN (or the mesh file's
+gateway.token_env).`;
 
 /** `hermes-mesh up`: runs a mesh until Ctrl-C / SIGTERM, or until its root supervisor gives up (exit 1). */
 export async function runUpCommand(argv: string[]): Promise<number> {
@@ -51,6 +53,8 @@ export async function runUpCommand(argv: string[]): Promise<number> {
   }
   const gatewayToken = process.env.HERMES_GATEWAY_TOKEN || (meshFile.gateway?.token_env ? process.env[meshFile.gateway.token_env] : undefined);
   const gatewayLines: string[] = [];
+  // The last lines of each child, so that a start that fails under --quiet still shows why.
+  const recentOutput = new Map<string, string[]>();
   let mesh;
   try {
     mesh = await startMesh(meshFile, {
@@ -67,6 +71,8 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     onEvent: (event) => describe(event),
     onOutput: (address, line) => {
       if (address === "gateway") gatewayLines.push(line);
+      const recent = recentOutput.get(address) ?? recentOutput.set(address, []).get(address)!;
+      if (recent.push(line) > 30) recent.shift();
       if (!values.quiet) console.error(`[${address}] ${line}`);
     },
   });
@@ -74,8 +80,11 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     console.error(`hermes-mesh up: the mesh did not start: ${(error as Error).message}`);
     if (gatewayLines.some((l) => l.includes("EADDRINUSE") || l.includes("in use"))) {
       console.error(`hermes-mesh up: port ${port} is taken: pass --port <another> (or --port 0 for any free port)`);
-    } else if (gatewayLines.length > 0 && values.quiet) {
-      console.error(gatewayLines.join("\n"));
+    } else if (values.quiet) {
+      const failed = /child '([^']+)'/.exec((error as Error).message)?.[1];
+      for (const [address, lines] of recentOutput) {
+        if (failed === undefined || address === failed || address === "gateway") for (const line of lines) console.error(`[${address}] ${line}`);
+      }
     }
     return 1;
   }
@@ -83,22 +92,41 @@ export async function runUpCommand(argv: string[]): Promise<number> {
   for (const entry of mesh.registry.snapshot().filter((e) => e.kind !== "client")) {
     console.log(`  ${entry.address.padEnd(20)} pid ${String(entry.pid ?? "-").padEnd(8)} ${entry.socket}`);
   }
-  console.log(`control: ${mesh.dir}/supervisor.sock   (hermes-mesh ps --dir ${mesh.dir})`);
+  console.log(`control: ${mesh.dir}/supervisor.sock   (npx hermes-mesh ps --dir ${mesh.dir})`);
   if (mesh.gateway) {
     const auth = gatewayToken ? ` -H 'Authorization: Bearer $HERMES_GATEWAY_TOKEN'` : "";
     console.log(`gateway: ${mesh.gateway.url}  and  ${mesh.gateway.socket}`);
     console.log(`dashboard: ${mesh.gateway.url}/${gatewayToken ? "?token=<your token>" : ""}`);
     console.log(`try: curl -X POST ${mesh.gateway.url}/hermes/v1/invoke -H 'Content-Type: application/hermes+json'${auth} -d '{"meta":{"version":"1.2","msg_type":1,"sender_id":"a1b2c3","receiver_id":"d4e5f6","ttl":300,"trace_id":"t7u8v9"},"payload":{"task_id":"x1y2z3","tool":"calculator","expression":"2+2"}}'`);
-    console.log(`then: hermes-mesh trace t7u8v9 --dir ${mesh.dir}`);
+    console.log(`then: npx hermes-mesh trace t7u8v9 --dir ${mesh.dir}`);
   }
   const signal = Promise.withResolvers<string>();
-  process.on("SIGINT", () => signal.resolve("SIGINT"));
-  process.on("SIGTERM", () => signal.resolve("SIGTERM"));
-  const outcome = await Promise.race([signal.promise.then((s) => `signal ${s}`), mesh.ended.then((reason) => `supervisor ended: ${reason}`)]);
+  for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(name, () => signal.resolve(`signal ${name}`));
+  const parent = watchParent();
+  const outcome = await Promise.race([signal.promise, parent.gone, mesh.ended.then((reason) => `supervisor ended: ${reason}`)]);
+  parent.stop();
   console.log(`stopping (${outcome})...`);
   await mesh.stop();
   console.log("stopped: every actor exited, sockets removed");
-  return outcome.startsWith("signal") || outcome.endsWith("shutdown") ? 0 : 1;
+  return outcome.startsWith("signal") || outcome.startsWith("parent") || outcome.endsWith("shutdown") ? 0 : 1;
+}
+
+/**
+ * Resolves when the process that started `up` is gone (its parent pid changes). Why: a launcher
+ * such as npm, a shell or the `hermes-mesh` Node entry may die without passing a signal on
+ * (SIGTERM to `npm start`, kill -9 of the launcher); the mesh must not outlive it as orphans
+ * holding the gateway's port. Not armed when started directly by init (pid 1), e.g. as a
+ * container's main process, where the parent never changes.
+ */
+function watchParent(intervalMs = 250): { gone: Promise<string>; stop(): void } {
+  const first = process.ppid;
+  const gone = Promise.withResolvers<string>();
+  if (first <= 1) return { gone: gone.promise, stop() {} };
+  const timer = setInterval(() => {
+    if (process.ppid !== first) gone.resolve(`parent ${first} gone`);
+  }, intervalMs);
+  timer.unref();
+  return { gone: gone.promise, stop: () => clearInterval(timer) };
 }
 
 function describe(event: SupervisorEvent): void {

@@ -37,6 +37,10 @@ export type AccessVerdict =
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/;
 /** Routes a browser may open from anywhere (a link, a bookmark): the dashboard page holds no data of its own. */
 const NAVIGABLE = new Set(["/"]);
+/** What a refused HTTP client should send (it names the variables, never a value). */
+const TOKEN_HINT =
+  "send `Authorization: Bearer <token>`, the value of HERMES_GATEWAY_TOKEN (or of the variable the mesh file's gateway.token_env names) where the mesh runs";
+
 /** The one route that takes `?token=`: a browser cannot set Authorization on a WebSocket. */
 const QUERY_TOKEN_ROUTES = new Set(["/hermes/v1/stream"]);
 
@@ -123,8 +127,8 @@ export class AccessPolicy {
       if (!QUERY_TOKEN_ROUTES.has(path)) return unauthorized("?token= is accepted only by the WebSocket (/hermes/v1/stream): send Authorization: Bearer <token>");
       given = queryToken;
     }
-    if (given === undefined) return unauthorized("a bearer token is required");
-    return timingSafeEqual(this.#digest(given), this.#token) ? { type: "served" } : unauthorized("wrong token");
+    if (given === undefined) return unauthorized(`a bearer token is required: ${TOKEN_HINT}`);
+    return timingSafeEqual(this.#digest(given), this.#token) ? { type: "served" } : unauthorized(`wrong token: ${TOKEN_HINT}`);
   }
 
   /** Equal-length HMACs, compared in constant time: neither the token's bytes nor its length leak. */

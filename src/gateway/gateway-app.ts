@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { upgradeWebSocket } from "hono/bun";
@@ -10,6 +11,7 @@ import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
 import { AccessPolicy } from "./access-policy.ts";
 import { dashboardPage } from "./dashboard-page.ts";
+import { HistorySampler } from "./history-sampler.ts";
 import { InvokeHandler, type InvokeResult } from "./invoke-handler.ts";
 import { RecentTraces } from "./recent-traces.ts";
 
@@ -34,6 +36,12 @@ export interface GatewayDeps {
   events?: EventLog;
   /** The mesh directory, whose event logs the trace view reads. */
   dir?: string;
+  /**
+   * The dashboard's rolling history, sampled on its own timer (the gateway process starts one).
+   * Without it the app keeps one that samples when `/api/history` is asked, so its charts only
+   * cover the time a page was open.
+   */
+  history?: HistorySampler;
 }
 
 /**
@@ -52,8 +60,9 @@ const TRACE_LOOKUPS_AT_ONCE = 2;
 const TRACE_TIMEOUT_MS = 5000;
 
 /**
- * The gateway's HTTP application (hono): `POST /hermes/v1/invoke` (PROTOCOL.md section 7),
- * the `/hermes/v1/stream` WebSocket, `/health`, `/actors`, `/metrics`, and the dashboard.
+ * The gateway's HTTP application (hono): `POST /hermes/v1/invoke` (docs/protocol.md §7),
+ * the `/hermes/v1/stream` WebSocket, `/health`, `/actors`, `/metrics`, and the dashboard
+ * (`/`, with `/api/overview`, `/api/history` and `/api/trace/:id`).
  * Every refusal is a coded Hermes error; nothing a client sends can take it down. Only loopback
  * Host values (and the allowed ones) and same-origin browsers (and the allowed origins) are
  * served: see AccessPolicy.
@@ -73,6 +82,14 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
   const traceLookups = new TurnTaking(TRACE_LOOKUPS_AT_ONCE);
   const recent = new RecentTraces();
   const invoke = new InvokeHandler(deps.node, deps.registry, recent, deps.events);
+  const history =
+    deps.history ??
+    new HistorySampler({
+      registry: deps.registry,
+      stats: deps.stats,
+      deadLetters: () => deps.node.deadLetters(),
+      ...(deps.dir && { supervisorLog: join(deps.dir, "logs", "supervisor.jsonl") }),
+    });
   const counts: Record<string, number> = {};
   const limit = deps.bodyLimit ?? 1024 * 1024;
 
@@ -181,6 +198,13 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
 
   app.get("/api/overview", async (c) => {
     return c.json({ mesh: deps.meshName, at: Date.now(), entries: deps.registry.snapshot(), stats: await deps.stats(), traces: recent.list() });
+  });
+
+  // The charts, the restarts-and-crashes timeline and the dead letters: what came after the page's cursor.
+  app.get("/api/history", async (c) => {
+    if (!deps.history) await history.tick();
+    const after = Number(c.req.query("after") ?? 0);
+    return c.json(history.history.view(Number.isFinite(after) && after > 0 ? after : 0));
   });
 
   // One flow across actors, rebuilt from the mesh's event logs (the dashboard's trace view).

@@ -20,6 +20,7 @@ import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mes
 import { EventLog } from "../observability/event-log.ts";
 import { isLoopback } from "./access-policy.ts";
 import { createGatewayApp } from "./gateway-app.ts";
+import { HistorySampler } from "./history-sampler.ts";
 
 const ADDRESS = "gateway";
 
@@ -56,12 +57,21 @@ async function main(): Promise<void> {
   await control.join(undefined, []);
   const events = process.env.HERMES_EVENTS === "0" ? undefined : new EventLog(join(dir, "logs", "gateway.jsonl"), { actor: ADDRESS });
   const token = process.env.HERMES_GATEWAY_TOKEN || undefined;
+  const stats = async () => ((await control.stats()).stats ?? {}) as Record<string, never>;
+  // Sampled from now on, so the dashboard's charts show the last minutes when a page opens.
+  const history = new HistorySampler({
+    registry,
+    stats,
+    deadLetters: () => node.deadLetters(),
+    ...(events && { supervisorLog: join(dir, "logs", "supervisor.jsonl") }),
+  }).start();
   const app = createGatewayApp({
     node,
     registry,
     meshName: values.mesh,
     dir,
-    stats: async () => ((await control.stats()).stats ?? {}) as Record<string, never>,
+    stats,
+    history,
     token,
     host: values.host,
     allowedHosts: values["allowed-host"],
@@ -86,6 +96,7 @@ async function main(): Promise<void> {
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
+    history.stop();
     await Promise.allSettled([tcp.stop(), unix.stop()]);
     removeSocketFile(socket);
     await node.close();

@@ -5,12 +5,12 @@ import { ErrorCode } from "../protocol/error-codes.ts";
 import { HermesError } from "../protocol/hermes-error.ts";
 import { HttpMsgType } from "../protocol/message-types.ts";
 
-/** The meta/payload version this gateway speaks (PROTOCOL.md section 7). */
+/** The meta/payload version this gateway speaks (docs/protocol.md §7). */
 export const META_VERSION = "1.2";
 /** Longest a request through the gateway may wait, in seconds. */
 export const MAX_TTL_SECONDS = 3600;
 
-/** The `meta` of the HTTP meta/payload form (PROTOCOL.md section 7). */
+/** The `meta` of the HTTP meta/payload form (docs/protocol.md §7). */
 export const MetaSchema = z.looseObject({
   version: z.literal(META_VERSION, { error: `version must be "${META_VERSION}"` }),
   msg_type: z.union([z.literal(HttpMsgType.TASK_REQUEST), z.literal(HttpMsgType.EVENT)], {

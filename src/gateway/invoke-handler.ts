@@ -23,7 +23,7 @@ export interface InvokeResult {
 /**
  * Turns what an HTTP or WebSocket client sent (a native envelope as JSON, or the meta/payload
  * form) into a request through the mesh, and its answer back into the same form
- * (PROTOCOL.md section 7). Malformed input is HTTP 400 with code 2; every routed answer, error
+ * (docs/protocol.md §7). Malformed input is HTTP 400 with code 2; every routed answer, error
  * or not, is HTTP 200. The gateway's handling is a span of the trace: a W3C `traceparent` from
  * the caller becomes its parent, and the request it sends names it as theirs.
  */

@@ -13,6 +13,10 @@ export interface ActorStats {
   latency_buckets: number[];
   latency_sum_seconds: number;
   latency_count: number;
+  /** ms since epoch when this snapshot was taken: rates are computed between two snapshots' own times, not when they were read. */
+  at: number;
+  /** ms since epoch when the counters started (the process started): a new value means they were reset. */
+  started_at: number;
 }
 
 /**
@@ -27,6 +31,7 @@ export class ActorMetrics {
   #buckets = new Array<number>(LATENCY_BUCKETS.length + 1).fill(0);
   #sum = 0;
   #count = 0;
+  readonly #startedAt = Date.now();
 
   /** One message handled in `seconds`, with the error code it was answered with, if any. */
   handled(type: string, seconds: number, errorCode?: number): void {
@@ -53,6 +58,8 @@ export class ActorMetrics {
       latency_buckets: cumulative,
       latency_sum_seconds: this.#sum,
       latency_count: this.#count,
+      at: Date.now(),
+      started_at: this.#startedAt,
     };
   }
 }

@@ -51,7 +51,7 @@ function wideIntegersAsInt64(value: unknown): unknown {
 /**
  * msgpackr records in sequential mode: each new map shape is defined inline once, then sent
  * as a small record id. Both ends must see every frame in order, which a byte stream gives.
- * Only negotiated when both sides offer it (PROTOCOL.md section 2).
+ * Only negotiated when both sides offer it (docs/protocol.md §2).
  */
 export function createRecordsCodec(): FrameCodec {
   let packr: Packr | undefined;

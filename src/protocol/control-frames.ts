@@ -11,7 +11,7 @@ export const CodecName = {
 } as const;
 export type CodecName = (typeof CodecName)[keyof typeof CodecName];
 
-/** First frame in each direction (PROTOCOL.md section 2). */
+/** First frame in each direction (docs/protocol.md §2). */
 export const HelloSchema = z.looseObject({
   message_type: z.literal(ControlType.HELLO),
   protocol: z.number().int().min(1),

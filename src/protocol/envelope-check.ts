@@ -57,7 +57,7 @@ export function invalidEnvelopeError(error: z.ZodError): HermesError {
   const reason = `${path}: ${issue.message}`;
   return new HermesError(ErrorCode.INVALID_REQUEST, `invalid envelope: ${reason}`, {
     reason,
-    expected: "a Hermes envelope map (PROTOCOL.md section 3)",
+    expected: "a Hermes envelope map (docs/protocol.md §3)",
   });
 }
 

@@ -14,7 +14,7 @@ const int = z.number().int();
 export const PayloadSchema = z.record(z.string(), z.unknown());
 
 /**
- * The Hermes envelope (PROTOCOL.md section 3), the single source of truth for its shape.
+ * The Hermes envelope (docs/protocol.md §3), the single source of truth for its shape.
  * Unknown fields are kept: the protocol grows only by adding optional fields.
  */
 export const EnvelopeSchema = z

@@ -1,5 +1,5 @@
 /**
- * The closed set of Hermes error codes (PROTOCOL.md section 6). Never extended: detail goes
+ * The closed set of Hermes error codes (docs/protocol.md §6). Never extended: detail goes
  * into the error payload instead.
  */
 export const ErrorCode = {

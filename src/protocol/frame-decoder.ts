@@ -13,7 +13,7 @@ function newLanding(): Uint8Array {
   return landing;
 }
 
-/** Default maximum frame body: 16 MiB (PROTOCOL.md section 1). */
+/** Default maximum frame body: 16 MiB (docs/protocol.md §1). */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 /**

@@ -2,7 +2,7 @@ import { ErrorCode, errorName, isErrorCode, type ErrorName } from "./error-codes
 
 const BRAND = Symbol.for("hermes-mesh.HermesError");
 
-/** Actionable fields an error payload may carry (PROTOCOL.md section 6), plus anything else useful. */
+/** Actionable fields an error payload may carry (docs/protocol.md §6), plus anything else useful. */
 export type ErrorFields = Record<string, unknown>;
 
 /** The payload of an `error` envelope. */

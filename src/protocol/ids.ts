@@ -75,7 +75,7 @@ export function isUlid(id: unknown): id is string {
 }
 
 /**
- * The stable id of an actor (PROTOCOL.md section 8): the first 16 bytes of
+ * The stable id of an actor (docs/protocol.md §8): the first 16 bytes of
  * SHA-256("<service>-<env>-<hostname>") with the UUID version nibble set to 4 and the
  * variant bits to 10, printed as a UUID. Same across restarts, different across environments.
  *

@@ -1,5 +1,5 @@
 /**
- * Envelope and control frame type names (PROTOCOL.md sections 3 and 5), and the numeric
+ * Envelope and control frame type names (docs/protocol.md §3 and §5), and the numeric
  * `msg_type` codes of the HTTP meta/payload binding (section 7).
  */
 

@@ -1,7 +1,7 @@
 import type { Envelope } from "./envelope.ts";
 
 /**
- * TTL arithmetic (PROTOCOL.md section 3). `ttl` is the remaining life in ms when the envelope
+ * TTL arithmetic (docs/protocol.md §3). `ttl` is the remaining life in ms when the envelope
  * left its last hop. A holder measures its own elapsed time from when it received the envelope,
  * so no clocks need to agree across hosts.
  */

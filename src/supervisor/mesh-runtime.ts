@@ -1,8 +1,8 @@
-import { mkdirSync, readdirSync, unlinkSync } from "node:fs";
+import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
-import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
+import { actorAddress, actorSocketPath, meshInfoPath, type MeshInfo } from "../../mesh/control-protocol.ts";
 import type { RegistryEntry } from "../../mesh/registry-entry.ts";
 import { Registry } from "../../mesh/registry.ts";
 import type { Logger } from "../actor/logger.ts";
@@ -14,6 +14,7 @@ import { actorHostEntry } from "./actor-host-bundle.ts";
 import { processChild, type ProcessChildOptions } from "./process-child.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
+import { messageOf } from "./supervisor-errors.ts";
 import { Supervisor } from "./supervisor.ts";
 
 /** The line an actor process prints once it is listening, initialised and registered. */
@@ -127,6 +128,8 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const gatewayOptions = options.gateway === undefined ? gatewayFromFile(meshFile) : options.gateway && withFileAllowLists(options.gateway, meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
   if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, options, at: gatewayAt!, hidden: gatewayHidden }));
+  const info: MeshInfo = { name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now() };
+  writeFileSync(meshInfoPath(dir), `${JSON.stringify(info)}\n`, { mode: 0o600 });
   const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
   const ended = Promise.withResolvers<string>();
@@ -137,7 +140,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     await root.start();
   } catch (error) {
     await control.close();
-    removeSockets(dir);
+    removeRunFiles(dir);
     throw error;
   }
   let stopping: Promise<void> | undefined;
@@ -153,7 +156,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
         await root.stop();
         await control.close();
         await supervisorLog?.close();
-        removeSockets(dir);
+        removeRunFiles(dir);
       })()),
   };
 }
@@ -183,7 +186,8 @@ function instancesOf(
       ctx.control.expectSpawn(address, secret);
       return { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }), HERMES_SPAWN_SECRET: secret };
     };
-    const start = processChild(cmd, memberProcess(ctx, output, env));
+    const start = processChild(cmd, memberProcess(ctx, output, env, `actor ${address}`));
+    let startedBefore = false;
     return {
       id: address,
       restart: spec.restart,
@@ -194,9 +198,12 @@ function instancesOf(
         try {
           handle = await start();
         } catch (error) {
-          ctx.options.log.error("actor failed to start", { actor: address, error: String(error) });
+          // A first start's failure goes up the tree to whoever started the mesh, who reports
+          // it; a failed restart is only recorded by the supervisor, so it is logged here.
+          if (startedBefore) ctx.options.log.error("actor failed to restart", { actor: address, error: messageOf(error) });
           throw error;
         }
+        startedBefore = true;
         ctx.spawned.set(address, handle);
         ctx.registry.patch(address, { pid: handle.pid, updatedAt: Date.now() });
         handle.exited.then(() => {
@@ -268,21 +275,23 @@ function gatewayChild(
   return {
     id: "gateway",
     shutdown: 5000,
-    start: processChild(cmd, memberProcess(ctx, output, gateway.token !== undefined ? { HERMES_GATEWAY_TOKEN: gateway.token } : {})),
+    start: processChild(cmd, memberProcess(ctx, output, gateway.token !== undefined ? { HERMES_GATEWAY_TOKEN: gateway.token } : {}, "gateway")),
   };
 }
 
 /**
  * How a mesh member process is started: the mesh-wide settings in its environment, without the
- * `hidden` variables of this process (the gateway's token), its output to `output`, and started
- * only once it prints the ready line.
+ * `hidden` variables of this process (the gateway's token), its output to `output`, started
+ * only once it prints the ready line, and called `name` in errors.
  */
 function memberProcess(
   ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[] },
   output: (line: string) => void,
   env: Record<string, string> | (() => Record<string, string>),
+  name: string,
 ): ProcessChildOptions {
   return {
+    name,
     env: () => ({
       ...Object.fromEntries(ctx.hidden.map((name) => [name, undefined])),
       ...(typeof env === "function" ? env() : env),
@@ -297,10 +306,10 @@ function memberProcess(
   };
 }
 
-/** Socket files of killed actors stay behind; a stopped mesh leaves none. */
-function removeSockets(dir: string): void {
+/** Socket files of killed actors stay behind; a stopped mesh leaves none, nor its mesh.json. */
+function removeRunFiles(dir: string): void {
   for (const file of readdirSync(dir)) {
-    if (file.endsWith(".sock")) {
+    if (file.endsWith(".sock") || file === "mesh.json") {
       try {
         unlinkSync(join(dir, file));
       } catch {

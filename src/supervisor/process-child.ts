@@ -24,6 +24,11 @@ export interface ProcessChildOptions {
   ready?(line: string): boolean;
   /** Ms to wait for the ready line before killing the process and rejecting. Default 5000. */
   readyTimeoutMs?: number;
+  /**
+   * What start() errors call the process, e.g. "actor echo#0". Default its command line, which
+   * for a process started through a wrapper (the actor host) is long and says little.
+   */
+  name?: string;
 }
 
 /**
@@ -67,7 +72,7 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
       await drained;
       return describeExit(proc.exitCode, proc.signalCode === null ? null : String(proc.signalCode));
     });
-    if (ready) await waitReady(proc, readiness.promise, exited, options.readyTimeoutMs ?? 5000, cmd);
+    if (ready) await waitReady(proc, readiness.promise, exited, options.readyTimeoutMs ?? 5000, options.name ?? cmd.join(" "));
     return {
       pid: proc.pid,
       exited,
@@ -84,7 +89,7 @@ async function waitReady(
   ready: Promise<void>,
   exited: Promise<ExitInfo>,
   timeoutMs: number,
-  cmd: string[],
+  name: string,
 ): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const failure = await Promise.race([
@@ -96,7 +101,7 @@ async function waitReady(
   if (failure === undefined) return;
   proc.kill("SIGKILL");
   await exited;
-  throw new HermesError(ErrorCode.UNAVAILABLE, `${cmd.join(" ")}: ${failure}`, { reason: failure });
+  throw new HermesError(ErrorCode.UNAVAILABLE, `${name}: ${failure}`, { reason: failure });
 }
 
 function environment(extra: Record<string, string | undefined> = {}): Record<string, string> {

@@ -67,7 +67,8 @@ export function parseWorkflow(text: string, fileName: string): Workflow {
   // Failure-branch nodes are isolated, so Kahn's order places them too.
   return {
     name: file.name,
-    version: String(file.version),
+    // As written: `version: 1.0` is "1.0", not the "1" its number would print as.
+    version: typeof file.version === "number" ? (source.scalarText("version") ?? String(file.version)) : file.version,
     description: file.description,
     file: fileName,
     source: text,

@@ -56,6 +56,15 @@ export class YamlSource {
     return new YamlSource(doc, lines, data, issues);
   }
 
+  /**
+   * The text a scalar at the top level was written as, e.g. "1.0" for `version: 1.0`, which
+   * YAML reads as the number 1; undefined when `key` holds no scalar.
+   */
+  scalarText(key: string): string | undefined {
+    const node = isMap(this.#doc.contents) ? this.#doc.contents.get(key, true) : undefined;
+    return isScalar(node) && typeof node.source === "string" ? node.source : undefined;
+  }
+
   /** Line and column of the value at `path` (or of its key with `atKey`), else of the nearest ancestor. */
   where(path: YamlPath, atKey = false): { line: number; col: number } {
     let node: unknown = this.#doc.contents;

@@ -123,4 +123,6 @@ test("the example actors/mesh.yaml runs echo, the calculator, the ticker, the ag
   expect(actors.map((a) => a.actor)).toEqual(["echo", "calculator", "ticker", "planner", "coder", "reviewer", "pipeline", "image-gen", "caption-gen", "validator", "orchestrator"]);
   expect(actors[1]).toMatchObject({ pool: 1, capabilities: ["calculator"] });
   expect(actors[2]!.env).toEqual({ TICK_MS: "1000" });
+  // The seed design's workflow (actors/workflows/image_with_caption.yaml) asks for text_generation.
+  expect(actors.find((a) => a.actor === "caption-gen")!.capabilities).toEqual(["caption_generation", "text_generation"]);
 });

@@ -68,6 +68,25 @@ describe("agent pipeline", () => {
     expect(String(reply.payload.result)).toContain('"""Number of whole days');
     expect(stages).toEqual(["plan", "code1", "review1", "code2", "review2"]);
     expect(await Bun.file(join(t.dir, "sandbox", "solution.py")).text()).toContain("def days_between");
+    // The script's answer is not about the request, and says so: first in the answer, with the
+    // settings that point the agents at a real OpenAI-compatible endpoint.
+    expect(Object.keys(reply.payload).slice(0, 2)).toEqual(["notice", "model"]);
+    expect(reply.payload.model).toBe("scripted");
+    const notice = String(reply.payload.notice);
+    expect(notice).toStartWith("Scripted answer, not about your request:");
+    expect(notice).toContain(`set in ${process.env.HERMES_AGENTS_FILE}: provider.kind: openai, and provider.base_url`);
+    expect(notice).toContain("http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8080/v1 (llama.cpp server)");
+    expect(notice).toContain("$OPENAI_API_KEY");
+  }, 30_000);
+
+  test("an agent on the scripted provider asked something else: the script's answer, marked as such, with the notice", async () => {
+    using _agents = useAgentsFile(AGENTS("  kind: scripted\n  script: {SCRIPT}"));
+    await using t = await startTestMesh(MESH());
+    const client = await t.client();
+    const reply = await client.request("planner", { task: "Write a web server in Go" }, { timeoutMs: 20_000 });
+    expect(reply.payload).toMatchObject({ model: "scripted", notice: expect.stringContaining("provider.base_url") });
+    expect(String(reply.payload.answer)).toStartWith("1. Write a function days_between(a, b)");
+    expect(String(reply.payload.answer)).toEndWith("\n\n[scripted answer, not about your request: see `notice` for how to use a real model]");
   }, 30_000);
 
   test("a coder killed with SIGKILL mid-task: the run still completes after the restart, with one answer", async () => {
@@ -136,6 +155,7 @@ describe("agent pipeline", () => {
     const client = await t.client();
     const reply = await client.request("pipeline", REQUEST, { timeoutMs: 20_000 });
     expect(reply.payload).toMatchObject({ approved: true, rounds: 1, result: "def f(): return 4" });
+    expect(reply.payload.notice).toBeUndefined(); // a real model's answer carries no notice
     expect(server.requests.map((r) => r.body.model)).toEqual(["m-plan", "m-code", "m-code", "m-review"]);
     expect(server.requests[0]!.headers.authorization).toBe("Bearer test-key");
     const toolTurn = server.requests[2]!.body.messages.find((m: any) => m.role === "tool");

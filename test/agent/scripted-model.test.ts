@@ -1,14 +1,17 @@
-/** The scripted model: turns in order, tracks per agent and per message, function turns, loud exhaustion, script files. */
+/** The scripted model: turns in order, tracks per agent and per message, function turns, loud exhaustion, script files, its notice. */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChatRequest } from "../../src/agent/chat-types.ts";
+import { loadAgentsFile, scriptedProviderNotice } from "../../src/agent/agent-config.ts";
 import { loadScript, parseScript } from "../../src/agent/script-file.ts";
 import { ScriptedModel } from "../../src/agent/scripted-model.ts";
 import { ErrorCode } from "../../src/protocol/error-codes.ts";
 import { HermesError } from "../../src/protocol/hermes-error.ts";
 
+const ACTORS = join(import.meta.dir, "../../actors");
+const AGENTS_FILE = join(ACTORS, "agents.yaml");
 const ask = (content: string, extra: Partial<ChatRequest> = {}): ChatRequest => ({ model: "m", messages: [{ role: "user", content }], ...extra });
 
 async function rejection(promise: Promise<unknown>): Promise<HermesError> {
@@ -31,12 +34,36 @@ describe("ScriptedModel", () => {
       tool_calls: [{ id: "call_track_1_1_1", name: "calculator", arguments: '{"expression":"6*7"}' }, { id: "bad", name: "calculator", arguments: "{oops" }],
     });
     const second = await model.complete(ask("What is 6*7?"));
-    expect(second).toMatchObject({ message: { role: "assistant", content: "It is 42." }, finish_reason: "stop", model: "m" });
+    expect(second).toMatchObject({ message: { role: "assistant", content: "It is 42." }, finish_reason: "stop", model: "scripted" });
     expect(second.usage.completion_tokens).toBe(3); // 9 characters / 4, rounded up
     expect(second.usage.prompt_tokens).toBeGreaterThan(0);
     expect(second.usage.total_tokens).toBe(second.usage.prompt_tokens + second.usage.completion_tokens);
     expect(model.requests).toHaveLength(2);
     expect(model.unused()).toEqual([]);
+  });
+
+  test("every response says it is scripted: model 'scripted' and a notice (generic, or the one given)", async () => {
+    const plain = await new ScriptedModel(["hi"]).complete(ask("Write me a web server", { model: "gpt-4o" }));
+    expect(plain.model).toBe("scripted");
+    expect(plain.notice).toBe("scripted reply (scripted model 'scripted'): played from a script whatever was asked, not a model's answer to this request");
+    const told = new ScriptedModel({ name: "demo", notice: "see agents.yaml", tracks: [{ turns: [{ tool_calls: [{ name: "calculator" }] }, "done"] }] });
+    expect(await told.complete(ask("x"))).toMatchObject({ finish_reason: "tool_calls", notice: "see agents.yaml" });
+    expect(await told.complete(ask("x"))).toMatchObject({ message: { content: "done" }, notice: "see agents.yaml" });
+  });
+
+  test("the agents' notice names the settings that point them at a real OpenAI-compatible endpoint", () => {
+    const notice = scriptedProviderNotice(loadAgentsFile(AGENTS_FILE));
+    expect(notice).toStartWith("Scripted answer, not about your request:");
+    expect(notice).toContain(`provider.kind: scripted in ${AGENTS_FILE}, replaying ${join(ACTORS, "agent-script.yaml")}`);
+    expect(notice).toContain(`set in ${AGENTS_FILE}: provider.kind: openai, and provider.base_url`);
+    expect(notice).toContain("http://127.0.0.1:11434/v1 (Ollama)");
+    expect(notice).toContain("http://127.0.0.1:8080/v1 (llama.cpp server)");
+    expect(notice).toContain("$OPENAI_BASE_URL");
+    expect(notice).toContain("$OPENAI_API_KEY (provider.api_key_env");
+    expect(notice).toContain("each agent's model:");
+    expect(notice).toContain("HERMES_AGENTS_FILE");
+    // The key variable is the one the file names.
+    expect(scriptedProviderNotice({ path: "a.yaml", provider: { ...loadAgentsFile(AGENTS_FILE).provider, api_key_env: "MY_KEY" } })).toContain("$MY_KEY (provider.api_key_env");
   });
 
   test("running out fails loudly with code 7, naming the model, the track and the turn", async () => {

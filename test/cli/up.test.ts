@@ -8,7 +8,14 @@ const CLI = join(import.meta.dir, "../../src/cli/main.ts");
 const ECHO = join(import.meta.dir, "../../actors/echo.ts");
 
 function cli(...args: string[]) {
-  const r = Bun.spawnSync([process.execPath, CLI, ...args], { stdout: "pipe", stderr: "pipe", timeout: 30_000 });
+  return cliWithEnv({}, ...args);
+}
+
+/** The CLI with these variables set (or, when undefined, removed) in its environment. */
+function cliWithEnv(vars: Record<string, string | undefined>, ...args: string[]) {
+  const env: Record<string, string | undefined> = { ...process.env, ...vars };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const r = Bun.spawnSync([process.execPath, CLI, ...args], { stdout: "pipe", stderr: "pipe", timeout: 30_000, env: env as Record<string, string> });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
@@ -77,6 +84,38 @@ describe("hermes-mesh up", () => {
     expect(up.lines).toContain("stopped: every actor exited, sockets removed");
     expect(pids.filter(alive)).toEqual([]);
     expect(readdirSync(run).filter((f) => f.endsWith(".sock"))).toEqual([]);
+  }, 60_000);
+
+  test("the CLI finds the token in the variable the mesh file names, and a refusal says what to set", async () => {
+    using dir = tempDir();
+    const yaml = join(dir.path, "mesh.yaml");
+    writeFileSync(yaml, `mesh:\n  name: cli-token\n  token_env: HM_TEST_MESH_TOKEN\nsupervisor:\n  children:\n    - actor: solo\n      module: ${ECHO}\n`);
+    const run = join(dir.path, "run");
+    await using up = spawnBun(CLI, ["up", yaml, "--dir", run, "--quiet", "--no-gateway"], { HM_TEST_MESH_TOKEN: "s3cret" });
+    await up.waitForLine(/^mesh 'cli-token' up in \d+ ms/);
+    const none = { HM_TEST_MESH_TOKEN: undefined, HERMES_MESH_TOKEN: undefined };
+
+    // Only the variable of the mesh file exported: nothing else to do.
+    expect(cliWithEnv({ ...none, HM_TEST_MESH_TOKEN: "s3cret" }, "send", "solo", '{"a":1}', "--dir", run)).toMatchObject({ code: 0, out: '{"a":1}\n' });
+    expect(cliWithEnv({ ...none, HM_TEST_MESH_TOKEN: "s3cret" }, "ps", "--dir", run).code).toBe(0);
+    // No token: the message names the variable and the flag.
+    const missing = cliWithEnv(none, "send", "solo", "{}", "--dir", run);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("error 5");
+    expect(missing.err).toContain("export HM_TEST_MESH_TOKEN=<token>");
+    expect(missing.err).toContain("--token-env NAME");
+    const psMissing = cliWithEnv(none, "ps", "--dir", run);
+    expect(psMissing.code).toBe(1);
+    expect(psMissing.err).toContain("export HM_TEST_MESH_TOKEN=<token>");
+    // A wrong value says where it was read from.
+    const wrong = cliWithEnv({ ...none, HERMES_MESH_TOKEN: "nope" }, "send", "solo", "{}", "--dir", run);
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toContain("the token in $HERMES_MESH_TOKEN is not this mesh's");
+    // --token-env names any other variable.
+    expect(cliWithEnv({ ...none, MY_VAULT_TOKEN: "s3cret" }, "send", "solo", '{"b":2}', "--dir", run, "--token-env", "MY_VAULT_TOKEN").out).toBe('{"b":2}\n');
+    up.proc.kill("SIGTERM");
+    expect(await up.proc.exited).toBe(0);
+    expect(existsSync(join(run, "mesh.json"))).toBe(false);
   }, 60_000);
 
   test("a bad mesh file is refused with the line and column of every problem", () => {

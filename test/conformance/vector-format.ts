@@ -9,7 +9,7 @@ export type FrameType = "envelope" | "hello" | "ack" | "ping" | "pong";
 /**
  * Where an invalid frame is refused: `framing` (the length prefix; the connection closes),
  * `decode` (the body is not exactly one MessagePack map), `hello`, `control` (ack/ping/pong
- * fields), `envelope` (PROTOCOL.md section 3), `connection` (rules of a live connection, such as `seq`).
+ * fields), `envelope` (docs/protocol.md §3), `connection` (rules of a live connection, such as `seq`).
  */
 export type Stage = "framing" | "decode" | "hello" | "control" | "envelope" | "connection";
 

@@ -49,7 +49,7 @@ describe("parseEnvelope", () => {
       expect(error).toBeInstanceOf(HermesError);
       expect((error as HermesError).code).toBe(2);
       expect(String((error as HermesError).fields.reason)).toStartWith(`${field}:`);
-      expect((error as HermesError).fields.expected).toContain("PROTOCOL.md section 3");
+      expect((error as HermesError).fields.expected).toContain("docs/protocol.md §3");
     }
   });
 });

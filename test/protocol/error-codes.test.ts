@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode, errorName, isErrorCode } from "../../src/protocol/error-codes.ts";
 
-// The closed set of PROTOCOL.md section 6, in order.
+// The closed set of docs/protocol.md §6, in order.
 const PROTOCOL_TABLE = [
   "SUCCESS", "UNKNOWN", "INVALID_REQUEST", "TASK_TIMEOUT", "TOOL_NOT_FOUND", "AUTH_FAILED",
   "RESOURCE_EXHAUSTED", "INTERNAL", "UNROUTABLE", "TTL_EXPIRED", "UNAVAILABLE", "RATE_LIMIT_EXCEEDED",

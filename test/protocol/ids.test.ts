@@ -4,7 +4,7 @@ import { decodeTime } from "ulid";
 import { isUlid, newMessageId, stableAgentId } from "../../src/protocol/ids.ts";
 
 describe("stableAgentId", () => {
-  test("matches the known id from PROTOCOL.md section 8", () => {
+  test("matches the known id from docs/protocol.md §8", () => {
     expect(stableAgentId("db-query-service", "prod", "db-node-01")).toBe("c7e72067-cd67-428d-9e87-ba0f4ae25fb4");
   });
 

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { ControlType, CORRELATED_TYPES, ENVELOPE_TYPES, HttpMsgType, MessageType } from "../../src/protocol/message-types.ts";
 
-test("the six envelope types of PROTOCOL.md section 3", () => {
+test("the six envelope types of docs/protocol.md §3", () => {
   expect([...ENVELOPE_TYPES].sort()).toEqual(["cancel", "error", "event", "progress", "request", "response"]);
   expect(Object.values(MessageType)).toEqual(ENVELOPE_TYPES as never);
 });

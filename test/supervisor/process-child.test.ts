@@ -67,6 +67,9 @@ describe("processChild", () => {
     const error = await early().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HermesError);
     expect(error).toMatchObject({ code: ErrorCode.UNAVAILABLE, message: expect.stringContaining("exited before it was ready (exit code 4)") });
+    // `name` replaces the command line in the message (a wrapper's argv says little).
+    const named = await processChild([BUN, "-e", "process.exit(4)"], { ready: () => true, name: "actor early" })().catch((e: unknown) => e);
+    expect((named as Error).message).toBe("actor early: exited before it was ready (exit code 4)");
 
     let pid = 0;
     const slow = processChild([BUN, "-e", "console.log(process.pid); setInterval(() => {}, 1 << 30)"], {

@@ -154,7 +154,7 @@ on_failure: report
   test("a capability nobody in the running mesh provides is refused at run start, at its line", async () => {
     const run = await runFlow(client, "name: t\nversion: 1\nnodes:\n  - id: a\n    capability: telepathy\n", {});
     expect(run.error?.code).toBe(2);
-    expect(run.error?.message).toBe('flow.yaml:5:17: node "a": nodes[0].capability: capability "telepathy" is provided by no actor in the running mesh (known: caption_generation, content_validation, image_generation, workflow)');
+    expect(run.error?.message).toBe('flow.yaml:5:17: node "a": nodes[0].capability: capability "telepathy" is provided by no actor in the running mesh (known: caption_generation, content_validation, image_generation, text_generation, workflow)');
   });
 
   test("100 concurrent runs all complete, none lost, none doubled, none mixed up", async () => {

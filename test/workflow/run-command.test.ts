@@ -8,6 +8,7 @@ import { SEED_FILE, startWorkflowMesh, stats } from "./workflow-harness.ts";
 
 const CLI = join(import.meta.dir, "../../src/cli/main.ts");
 const MESH_FILE = join(import.meta.dir, "../../actors/mesh.yaml");
+const DESIGN_FILE = join(import.meta.dir, "../../actors/workflows/image_with_caption.yaml");
 
 /** Runs the command in its own process (asynchronously: the mesh under test lives in this one). */
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -58,6 +59,24 @@ describe("hermes-mesh run / runs", () => {
     expect(trace.out).toMatch(/├─ orchestrator {2}node image → capability:image_generation \(succeeded\)/);
     expect(trace.out).toMatch(/│ {2}└─ image-gen {2}request/);
     expect(trace.out).toContain("node caption → capability:caption_generation round 2 (succeeded)");
+  });
+
+  test("the seed design's own workflow runs as written: no input mappings, text_generation, version 1.0", async () => {
+    const run = await cli("run", DESIGN_FILE, '{"prompt":"a red fox in the snow"}', "--dir", t.dir);
+    expect(run.code).toBe(0);
+    expect(run.err).toMatch(/^run \w{26}: image_caption_workflow v1\.0, trace /m);
+    expect(run.err).toMatch(/^run \w{26} succeeded$/m);
+    // No output mapping: every node's answer by id. The validator found the image and the
+    // caption in the upstream results of its default payload, and passed them.
+    expect(JSON.parse(run.out)).toMatchObject({
+      generate_image: { image: expect.stringMatching(/^image:\/\/a-red-fox-in-the-snow-[0-9a-f]{10}\.png$/) },
+      generate_caption: { caption: expect.stringContaining("a red fox in the snow") },
+      validate_result: { valid: true, failed: [], reasons: {} },
+    });
+    // And the demo mesh file provides every capability it asks for.
+    const ok = await cli("run", "--validate", DESIGN_FILE, "--mesh", MESH_FILE);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toContain(`ok: image_caption_workflow v1.0, 3 nodes (generate_image, generate_caption, validate_result), all provided by ${MESH_FILE}`);
   });
 
   test("run --detach answers at once with the run id; run --cancel cancels it (its running nodes hear of it)", async () => {

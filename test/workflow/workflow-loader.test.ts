@@ -35,6 +35,17 @@ describe("workflow loader", () => {
     expect(wf.locate("caption", "capability")).toEqual({ line: 30, col: 17 });
   });
 
+  test("the seed design's workflow loads as written: version 1.0 kept as text, both generators upstream of the validator", () => {
+    const wf = loadWorkflow(join(ROOT, "actors/workflows/image_with_caption.yaml"));
+    expect(wf.name).toBe("image_caption_workflow");
+    expect(wf.version).toBe("1.0");
+    expect(wf.graph.upstream("validate_result")).toEqual(["generate_image", "generate_caption"]);
+    expect(wf.nodes.get("generate_caption")!.route).toEqual({ capability: "text_generation" });
+    expect([...wf.nodes.values()].map((n) => n.input)).toEqual([undefined, undefined, undefined]);
+    expect(parseWorkflow("name: w\nversion: 2\nnodes:\n  - { id: a, capability: echo }\n", "w.yaml").version).toBe("2");
+    expect(parseWorkflow("name: w\nversion: '1.10'\nnodes:\n  - { id: a, capability: echo }\n", "w.yaml").version).toBe("1.10");
+  });
+
   test("a cycle is rejected at load, naming the nodes around it and the edge that closes it", () => {
     expect(
       problems(`
