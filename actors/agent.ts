@@ -13,8 +13,7 @@ import { ScriptedModel } from "../src/agent/scripted-model.ts";
 import { ShortTermMemory } from "../src/agent/short-term-memory.ts";
 import { ToolRegistry } from "../src/agent/tool-registry.ts";
 import { builtinTools } from "../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 
 /** Under the text of an answer that came with a notice: short, the notice itself is in `notice`. */
 const SCRIPTED_MARK = "[scripted answer, not about your request: see `notice` for how to use a real model]";

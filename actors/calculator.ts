@@ -1,7 +1,6 @@
 import { defineActor } from "../src/actor/define-actor.ts";
 import { evaluateExpression } from "../src/agent/calculator.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 
 /**
  * The calculator tool as an actor: `{ expression: "(1+2)*3^2" }` answers

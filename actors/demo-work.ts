@@ -5,9 +5,8 @@
  * can show parallel branches, retries, failure branches, resume and cancel deterministically.
  */
 import type { ActorContext } from "../src/actor/actor-context.ts";
-import type { Payload } from "../src/protocol/envelope.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { Payload } from "../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 
 /** Counts kept in memory: handler starts, not answers, so a re-run would show. */
 export interface DemoState {

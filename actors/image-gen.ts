@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { defineActor } from "../src/actor/define-actor.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 import { beginExecution, demoInit, demoStats, failIfAsked, nodeFields, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
 
 /**

@@ -1,9 +1,8 @@
 import { join } from "node:path";
 import type { ActorContext } from "../src/actor/actor-context.ts";
 import { defineActor } from "../src/actor/define-actor.ts";
-import type { Envelope, Payload } from "../src/protocol/envelope.ts";
-import { ErrorCode, isErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { Envelope, Payload } from "../mesh/envelope.ts";
+import { ErrorCode, isErrorCode, HermesError } from "../mesh/errors.ts";
 import { parentSpanOf } from "../src/observability/trace-context.ts";
 import type { Workflow } from "../src/workflow/workflow-definition.ts";
 import { WorkflowEngine, type RunSummary } from "../src/workflow/workflow-engine.ts";

@@ -1,6 +1,5 @@
 import { defineActor } from "../src/actor/define-actor.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 
 /** Review rounds before the pipeline gives up on getting the code approved. */
 const MAX_ROUNDS = Number(process.env.PIPELINE_MAX_ROUNDS ?? 3);

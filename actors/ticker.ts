@@ -1,7 +1,6 @@
 import type { InitContext } from "../src/actor/actor-context.ts";
 import { defineActor } from "../src/actor/define-actor.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 
 /** The topic every tick is published on. */
 export const TICK_TOPIC = "clock.tick";

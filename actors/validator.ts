@@ -1,5 +1,5 @@
 import { defineActor } from "../src/actor/define-actor.ts";
-import type { Payload } from "../src/protocol/envelope.ts";
+import type { Payload } from "../mesh/envelope.ts";
 import { beginExecution, demoInit, demoStats, failIfAsked, nodeFields, numberOr, simulateWork, type DemoState } from "./demo-work.ts";
 
 /**

@@ -9,7 +9,7 @@
  * Run alone: `bun bench/codec.bench.ts [--quick]`.
  */
 import { runStandalone } from "./lib/standalone.ts";
-import { createRequest } from "../src/protocol/envelope-factory.ts";
+import { createRequest } from "../mesh/envelope.ts";
 import { json, plainMsgpack, recordsMsgpack } from "./adapters/codecs.ts";
 import type { CodecContender } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";

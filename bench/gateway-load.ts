@@ -16,7 +16,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createLogger } from "../src/actor/logger.ts";
+import { createLogger } from "../mesh/logger.ts";
 import { parseMeshFile } from "../src/supervisor/mesh-file.ts";
 import { startMesh, type RunningMesh } from "../src/supervisor/mesh-runtime.ts";
 import { spawnFixture } from "./lib/child.ts";

@@ -6,12 +6,10 @@
  *
  * Run: `bun bench/stages.ts [ms per stage]`.
  */
-import { createCodec } from "../src/protocol/codec.ts";
-import { CodecName } from "../src/protocol/control-frames.ts";
-import { isValidEnvelope } from "../src/protocol/envelope-check.ts";
-import { createEvent } from "../src/protocol/envelope-factory.ts";
-import { FrameDecoder } from "../src/protocol/frame-decoder.ts";
-import { newMessageId } from "../src/protocol/ids.ts";
+import { createCodec, CodecName } from "../mesh/codec.ts";
+import { isValidEnvelope, createEvent } from "../mesh/envelope.ts";
+import { FrameDecoder } from "../mesh/frames.ts";
+import { newMessageId } from "../mesh/ids.ts";
 import { PAYLOAD_128 } from "./lib/payload.ts";
 
 const ms = Number(process.argv[2] ?? 300);

@@ -1,10 +1,8 @@
-import { createEvent } from "../src/protocol/envelope-factory.ts";
-import type { Payload } from "../src/protocol/envelope.ts";
+import { createEvent, type Payload } from "./envelope.ts";
 import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
-import type { RegistryEntry } from "./registry-entry.ts";
-import { parseRegistryUpdate, type Registry } from "./registry.ts";
-import { RequestChannel } from "./request-channel.ts";
-import { dial } from "./transport.ts";
+import { type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
+import { RequestChannel } from "./requests.ts";
+import { dial } from "./socket-transport.ts";
 
 /** Options of a control-plane connection. */
 export interface ControlClientOptions {

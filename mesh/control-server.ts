@@ -1,15 +1,12 @@
-import type { Logger } from "../src/actor/logger.ts";
-import { createEvent } from "../src/protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../src/protocol/envelope.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
-import { stableAgentId } from "../src/protocol/ids.ts";
+import type { Logger } from "./logger.ts";
+import { createEvent, type Envelope, type Payload } from "./envelope.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import { stableAgentId } from "./ids.ts";
 import type { Connection } from "./connection.ts";
 import { clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
-import type { RegistryEntry } from "./registry-entry.ts";
-import type { Registry, RegistryUpdate } from "./registry.ts";
-import { RequestChannel } from "./request-channel.ts";
-import { listen, type Listener } from "./transport.ts";
+import type { RegistryEntry, Registry, RegistryUpdate } from "./registry.ts";
+import { RequestChannel } from "./requests.ts";
+import { listen, type Listener } from "./socket-transport.ts";
 import { hostname } from "node:os";
 import { timingSafeEqual } from "node:crypto";
 

@@ -1,5 +1,5 @@
-import type { Envelope } from "../src/protocol/envelope.ts";
-import { approximateBytes } from "../src/protocol/payload-limits.ts";
+import type { Envelope } from "./envelope.ts";
+import { approximateBytes } from "./codec.ts";
 
 /** What a receiver remembers of a message it has seen. */
 export interface DedupeEntry {

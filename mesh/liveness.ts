@@ -1,5 +1,5 @@
-import type { HermesError } from "../src/protocol/hermes-error.ts";
-import { invalidFrame } from "./frame-errors.ts";
+import type { HermesError } from "./errors.ts";
+import { invalidFrame } from "./frames.ts";
 
 const HOUSEKEEPING_MS = 250;
 

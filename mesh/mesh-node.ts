@@ -1,19 +1,56 @@
-import { createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route } from "../src/protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../src/protocol/envelope.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
-import { MessageType } from "../src/protocol/message-types.ts";
-import { arrivedExpired, ttlDeadline } from "../src/protocol/ttl.ts";
+import { type Envelope, createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired, ttlDeadline } from "./envelope.ts";
 import type { Connection, ConnectionOptions } from "./connection.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
-import { DeadLetters, type DeadLetter } from "./dead-letters.ts";
-import { PeerLink } from "./peer-link.ts";
-import { ReplyPaths } from "./reply-paths.ts";
-import { PendingRequests } from "./pending-requests.ts";
-import type { RegistryEntry } from "./registry-entry.ts";
-import { Router, type InstancePicker, type RouteTable } from "./router.ts";
-import { ServedRequest } from "./served-request.ts";
-import { listen, type Listener } from "./transport.ts";
+import { DeadLetters, type DeadLetter, PeerLink } from "./peer-link.ts";
+import { PendingRequests, ServedRequest } from "./requests.ts";
+import type { RegistryEntry } from "./registry.ts";
+import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
+import { listen, type Listener } from "./socket-transport.ts";
+export type { DeadLetter } from "./peer-link.ts";
+
+/**
+ * The ways back to a requester. An answer goes on the connection its request came on while
+ * that is open; if it broke (the requester redialled), on any open connection from the same
+ * node; else through `fallback` (a link found in the registry). With none of those, the
+ * requester's redelivery fetches the answer from the dedupe memory.
+ */
+export class ReplyPaths {
+  #byPeer = new Map<string, Set<Connection>>();
+  #fallback: (to: string, reply: Envelope) => void;
+
+  constructor(fallback: (to: string, reply: Envelope) => void) {
+    this.#fallback = fallback;
+  }
+
+  /** Remembers an accepted connection under its peer's node name until it closes. */
+  track(connection: Connection): void {
+    const peer = connection.peer!.node;
+    let set = this.#byPeer.get(peer);
+    if (!set) this.#byPeer.set(peer, (set = new Set()));
+    set.add(connection);
+    connection.closed.then(() => {
+      set.delete(connection);
+      if (set.size === 0 && this.#byPeer.get(peer) === set) this.#byPeer.delete(peer);
+    });
+  }
+
+  /** Sends `reply`; `seq` (of the request on `origin`) is settled when it goes out there. */
+  send(reply: Envelope, origin?: Connection, seq?: number): void {
+    if (origin?.isOpen) {
+      origin.send(reply, seq);
+      return;
+    }
+    const to = reply.target_agent!;
+    for (const connection of this.#byPeer.get(to) ?? []) {
+      if (connection.isOpen) {
+        connection.send(reply);
+        return;
+      }
+    }
+    this.#fallback(to, reply);
+  }
+}
 
 /** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
 export interface InboundEvent {
@@ -22,7 +59,6 @@ export interface InboundEvent {
 }
 
 
-export type { DeadLetter } from "./dead-letters.ts";
 
 /** Settings of a mesh participant. */
 export interface MeshNodeOptions {

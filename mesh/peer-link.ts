@@ -1,8 +1,39 @@
-import type { Envelope } from "../src/protocol/envelope.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import type { Envelope } from "./envelope.ts";
+import { HermesError, ErrorCode } from "./errors.ts";
 import type { Connection, ConnectionOptions, EnvelopeHandler } from "./connection.ts";
-import { dial } from "./transport.ts";
+import { dial } from "./socket-transport.ts";
+
+/** An envelope that could not be delivered, kept for inspection. */
+export interface DeadLetter {
+  envelope: Envelope;
+  destination: string;
+  error: ReturnType<HermesError["toPayload"]>;
+  at: number;
+}
+
+/** The envelopes a node gave up on (docs/protocol.md §4), the newest `capacity` kept. */
+export class DeadLetters {
+  readonly capacity: number;
+  #items: DeadLetter[] = [];
+
+  constructor(capacity = 1000) {
+    this.capacity = capacity;
+  }
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  add(envelope: Envelope, destination: string, error: HermesError): void {
+    this.#items.push({ envelope, destination, error: error.toPayload(), at: Date.now() });
+    if (this.#items.length > this.capacity) this.#items.shift();
+  }
+
+  /** Oldest first. */
+  list(): readonly DeadLetter[] {
+    return this.#items;
+  }
+}
 
 /** How a link finds and treats its destination. */
 export interface PeerLinkOptions {

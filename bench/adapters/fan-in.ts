@@ -9,9 +9,8 @@
  * Every process starts on this process's cpus; the scenario moves them.
  */
 import { join } from "node:path";
-import { createCodec } from "../../src/protocol/codec.ts";
-import { CodecName } from "../../src/protocol/control-frames.ts";
-import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import { createCodec, CodecName } from "../../mesh/codec.ts";
+import { createEvent } from "../../mesh/envelope.ts";
 import { spawnFixture, type Fixture } from "../lib/child.ts";
 import { PAYLOAD_128 } from "../lib/payload.ts";
 import { UNPINNED } from "../lib/placement.ts";

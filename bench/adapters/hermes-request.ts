@@ -5,8 +5,8 @@
  * validation, dispatch, the echo's reply envelope, acks, and the request promise.
  */
 import { join } from "node:path";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { dial } from "../../mesh/transport.ts";
+import { RequestChannel } from "../../mesh/requests.ts";
+import { dial } from "../../mesh/socket-transport.ts";
 import { spawnFixture } from "../lib/child.ts";
 import { PAYLOAD_128, payloadOf } from "../lib/payload.ts";
 import type { PeerEnv, RoundTripPeer, RoundTripSession } from "./types.ts";

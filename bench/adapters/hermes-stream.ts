@@ -6,10 +6,10 @@
  * was acknowledged.
  */
 import { join } from "node:path";
-import { createCodec } from "../../src/protocol/codec.ts";
-import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import { createCodec } from "../../mesh/codec.ts";
+import { createEvent } from "../../mesh/envelope.ts";
 import type { Connection } from "../../mesh/connection.ts";
-import { dial } from "../../mesh/transport.ts";
+import { dial } from "../../mesh/socket-transport.ts";
 import { spawnFixture } from "../lib/child.ts";
 import { PAYLOAD_128 } from "../lib/payload.ts";
 import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { connectMesh, type MeshClient } from "../../src/actor/connect-mesh.ts";
-import { createLogger } from "../../src/actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 import { parseMeshFile } from "../../src/supervisor/mesh-file.ts";
 import { startMesh, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";

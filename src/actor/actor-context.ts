@@ -1,11 +1,9 @@
 import type { MeshNode, MeshRequestOptions } from "../../mesh/mesh-node.ts";
-import type { ServedRequest } from "../../mesh/served-request.ts";
-import type { EnvelopeOptions, Route } from "../protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../protocol/envelope.ts";
+import type { ServedRequest } from "../../mesh/requests.ts";
+import { type EnvelopeOptions, type Route, type Envelope, type Payload, createEvent } from "../../mesh/envelope.ts";
 import { childTraceparent } from "../observability/trace-context.ts";
-import { createEvent } from "../protocol/envelope-factory.ts";
 import type { ActorStore } from "./actor-store.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../../mesh/logger.ts";
 
 /** Where a message goes: an actor name / address / stable id, or a full route. */
 export type Destination = string | Route;

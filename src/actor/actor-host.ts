@@ -1,15 +1,15 @@
 import { ControlClient } from "../../mesh/control-client.ts";
 import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { schedulerPicker } from "../../mesh/routing.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler.ts";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
 import { DurableStore } from "./durable-store.ts";
 import { EventLog } from "../observability/event-log.ts";
 import type { ActorDefinition } from "./define-actor.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 
 /** Everything an actor process needs to know, from its command line (see host-main.ts). */
 export interface ActorHostOptions {

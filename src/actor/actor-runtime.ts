@@ -1,20 +1,16 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
-import type { ServedRequest } from "../../mesh/served-request.ts";
-import { createReply } from "../protocol/envelope-factory.ts";
-import { isPlainMap } from "../protocol/envelope-check.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { MessageType } from "../protocol/message-types.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import type { ServedRequest } from "../../mesh/requests.ts";
+import { createReply, isPlainMap, MessageType, type Envelope } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
 import { memoryStore, stagedStore, type ActorStore } from "./actor-store.ts";
 import type { DurableStore } from "./durable-store.ts";
 import type { ActorDefinition } from "./define-actor.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../../mesh/logger.ts";
 import { Mailbox } from "./mailbox.ts";
 import { ActorMetrics } from "../observability/actor-metrics.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parentSpanOf, spanIdOf } from "../observability/trace-context.ts";
-import type { Envelope } from "../protocol/envelope.ts";
 
 /** A durable handler call's staged effects; `committed` once staged for its message's commit. */
 interface Effects {

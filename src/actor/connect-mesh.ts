@@ -1,13 +1,12 @@
 import { ControlClient } from "../../mesh/control-client.ts";
 import { clientSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { schedulerPicker } from "../../mesh/routing.ts";
 import { MeshNode, type DeadLetter, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
-import { topicMatches } from "../../mesh/topic-pattern.ts";
-import type { EnvelopeOptions } from "../protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../protocol/envelope.ts";
-import { newMessageId } from "../protocol/ids.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import { topicMatches } from "../../mesh/topics.ts";
+import type { EnvelopeOptions, Envelope, Payload } from "../../mesh/envelope.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { toRoute, type Destination } from "./actor-context.ts";
 
 /** A program's handle on a running mesh. */

@@ -3,11 +3,10 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { Packr, Unpackr } from "msgpackr";
 import { DedupeCache, type DedupeEntry, type DedupeStore } from "../../mesh/dedupe-cache.ts";
-import type { Envelope } from "../protocol/envelope.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { DELETED, type ActorStore } from "./actor-store.ts";
-import { createLogger, type Logger } from "./logger.ts";
+import { createLogger, type Logger } from "../../mesh/logger.ts";
 
 /** What one handler call did, waiting for its commit. */
 export interface StagedEffects {

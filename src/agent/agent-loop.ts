@@ -1,5 +1,4 @@
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { AgentConfig } from "./agent-config.ts";
 import type { ChatMessage, ChatModel, ToolCall, ToolSpec, Usage } from "./chat-types.ts";
 

@@ -1,5 +1,4 @@
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** Longest expression accepted, in characters. */
 export const MAX_EXPRESSION_LENGTH = 10_000;

@@ -3,8 +3,7 @@
  * so callers fail in microseconds instead of queueing on a dead endpoint, and the endpoint gets
  * room to recover.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** Where a breaker stands: `closed` lets calls through, `open` rejects them, `half-open` lets one trial through. */
 export type CircuitState = "closed" | "open" | "half-open";

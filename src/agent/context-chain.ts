@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChatMessage } from "./chat-types.ts";
 
 /**

@@ -1,6 +1,5 @@
 import { Database } from "bun:sqlite";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** One recalled fact; `score` is higher for more relevant facts (negated FTS5 bm25). */
 export interface Fact {

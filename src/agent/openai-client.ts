@@ -3,8 +3,7 @@
  * LM Studio, OpenRouter, ...): one deadline per call, retries with backoff where a retry can
  * help, a circuit breaker in front of the endpoint, and usage recorded per trace.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { Backoff, type BackoffOptions } from "../supervisor/backoff.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "./chat-types.ts";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.ts";

@@ -5,8 +5,7 @@
 import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ScriptedModelOptions } from "./scripted-model.ts";
 
 const text = (what: string) => z.string({ error: `expected ${what}` });

@@ -2,8 +2,7 @@
  * A ChatModel that plays a script: offline tests and the demo run the real agent loop against
  * it, deterministically, with no endpoint and no key.
  */
-import { ErrorCode, isErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, isErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChatMessage, ChatModel, ChatRequest, ChatResponse, ToolCall } from "./chat-types.ts";
 
 /** A tool call in a script. `arguments` as an object is sent as its JSON; as a string it is sent as is, valid JSON or not. */

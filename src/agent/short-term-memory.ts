@@ -1,5 +1,4 @@
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChatMessage } from "./chat-types.ts";
 
 /** Turns older messages into one text (a summariser actor, or the agent's own model). */

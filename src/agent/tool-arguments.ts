@@ -5,8 +5,7 @@
  * (tool-coercions.ts). Each change is noted, so the log shows what the model wrote and what
  * the tool received. Whatever still does not fit is left for validation to report.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { JsonSchema } from "./chat-types.ts";
 import { booleanFromValue, enumMember, jsonFromText, numberFromText, textFromValue, wrapInArray, type Coerced } from "./tool-coercions.ts";
 import { repairJson } from "./tool-json-repair.ts";

@@ -3,8 +3,7 @@
  * JSON Schema the model sees is derived from the zod schema, so the two never disagree.
  */
 import { z } from "zod";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError, type ErrorPayload } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError, type ErrorPayload } from "../../mesh/errors.ts";
 import type { JsonSchema, ToolSpec } from "./chat-types.ts";
 
 /** MCP's rule for tool names: 1 to 128 characters of letters, digits, `_`, `.` and `-`. */

@@ -2,14 +2,13 @@
  * The tool registry: the tools an agent may call, listed for the model as JSON Schema, and
  * one `call` that turns whatever the model wrote into a result or a coded error it can act on.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ToolSpec } from "./chat-types.ts";
 import { normalizeArguments, readArguments } from "./tool-arguments.ts";
 import type { ToolContext, ToolDefinition, ToolEvent, ToolResult } from "./tool-definition.ts";
 import { describeSchema, validateArguments } from "./tool-validation.ts";
-
 export { defineTool, TOOL_NAME_PATTERN, type ToolContext, type ToolDefinition, type ToolEvent, type ToolResult } from "./tool-definition.ts";
+
 
 /** Deadline of one tool call when the context gives none. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;

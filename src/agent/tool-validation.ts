@@ -3,8 +3,7 @@
  * model can act on: every bad field named, with what the schema expects there and what it got.
  */
 import type { z } from "zod";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { JsonSchema } from "./chat-types.ts";
 import { resolveRef, show } from "./tool-arguments.ts";
 import type { ToolDefinition } from "./tool-definition.ts";

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { connectMesh } from "../actor/connect-mesh.ts";
-import { createLogger } from "../actor/logger.ts";
-import type { HermesError } from "../protocol/hermes-error.ts";
+import { createLogger } from "../../mesh/logger.ts";
+import type { HermesError } from "../../mesh/errors.ts";
 import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { startMesh } from "../supervisor/mesh-runtime.ts";
 

@@ -2,8 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { controlSocketPath, meshInfoPath, type MeshInfo } from "../../mesh/control-protocol.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** The options every command that talks to a running mesh accepts (parseArgs form). */
 export const MESH_ACCESS_OPTIONS = {

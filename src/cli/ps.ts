@@ -1,8 +1,7 @@
 import { parseArgs } from "node:util";
 import { ControlClient } from "../../mesh/control-client.ts";
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
-import { Registry } from "../../mesh/registry.ts";
-import { newMessageId } from "../protocol/ids.ts";
+import { type RegistryEntry, Registry } from "../../mesh/registry.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 
 const USAGE = `Usage: hermes-mesh ps [--dir D] [--json] [--token-env NAME]

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { connectMesh, type MeshClient } from "../actor/connect-mesh.ts";
-import type { Payload } from "../protocol/envelope.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import type { Payload } from "../../mesh/envelope.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import type { RunSummary } from "../workflow/workflow-engine.ts";
 import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { connectMesh } from "../actor/connect-mesh.ts";
-import type { Route } from "../protocol/envelope-factory.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import type { Route } from "../../mesh/envelope.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { MESH_ACCESS_OPTIONS, resolveMeshAccess, withAuthHint } from "./mesh-access.ts";
 
 const USAGE = `Usage: hermes-mesh send <target> '<json payload>' | @file.json | - [--dir D] [--timeout ms] [--capability] [--topic] [--event] [--token-env NAME]

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { createLogger } from "../actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { startMesh } from "../supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../supervisor/supervisor-events.ts";

@@ -1,5 +1,5 @@
 import { open } from "node:fs/promises";
-import type { DeadLetter } from "../../mesh/dead-letters.ts";
+import type { DeadLetter } from "../../mesh/peer-link.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { DashboardHistory, TimelineKind, type ActorCounters, type HistoryOptions, type TimelineEvent } from "./dashboard-history.ts";
 

@@ -1,9 +1,6 @@
 import { z } from "zod";
-import type { Route } from "../protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../protocol/envelope.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
-import { HttpMsgType } from "../protocol/message-types.ts";
+import { type Route, type Envelope, type Payload, HttpMsgType } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** The meta/payload version this gateway speaks (docs/protocol.md §7). */
 export const META_VERSION = "1.2";

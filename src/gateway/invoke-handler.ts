@@ -2,14 +2,10 @@ import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parseTraceparent, spanIdOf, traceHexOf } from "../observability/trace-context.ts";
-import { parseEnvelope } from "../protocol/envelope-check.ts";
-import { checkPayloadDepth } from "../protocol/payload-limits.ts";
-import { createErrorReply } from "../protocol/envelope-factory.ts";
-import type { Envelope } from "../protocol/envelope.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
-import { newMessageId } from "../protocol/ids.ts";
-import { HttpMsgType, MessageType } from "../protocol/message-types.ts";
+import { parseEnvelope, createErrorReply, type Envelope, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
+import { checkPayloadDepth } from "../../mesh/codec.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { isMetaForm, metaErrorReply, metaReply, parseMetaForm, routeOfMeta } from "./invoke-forms.ts";
 import type { RecentTraces } from "./recent-traces.ts";
 

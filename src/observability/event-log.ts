@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { createLogger, type Logger } from "../actor/logger.ts";
+import { createLogger, type Logger } from "../../mesh/logger.ts";
 
 /** One line of an actor's event log. `event` names what happened; the rest depends on it. */
 export interface LogEvent {

@@ -1,5 +1,5 @@
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
-import { errorName } from "../protocol/error-codes.ts";
+import type { RegistryEntry } from "../../mesh/registry.ts";
+import { errorName } from "../../mesh/errors.ts";
 import { LATENCY_BUCKETS, type ActorStats } from "./actor-metrics.ts";
 
 /** What /metrics is made from: the registry and each actor's latest counters. */

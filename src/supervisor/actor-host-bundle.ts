@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Logger } from "../actor/logger.ts";
+import type { Logger } from "../../mesh/logger.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");

@@ -2,8 +2,7 @@
  * Exponential backoff with jitter between restarts, so a crashing child does not spin and
  * children that crash together do not come back in lock-step.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** Options of `Backoff`. */
 export interface BackoffOptions {

@@ -2,9 +2,8 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
-import { validatePattern } from "../../mesh/topic-pattern.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { validatePattern } from "../../mesh/topics.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 // Schema helpers. Every leaf carries its own "expected ..." message; the loader appends what
 // it got and where, so the schema stays the one place that says what a mesh file may hold.

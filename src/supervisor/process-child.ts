@@ -1,8 +1,7 @@
 /**
  * A supervised child that is a real OS process, spawned with Bun.spawn.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChildHandle, ExitInfo } from "./child-spec.ts";
 
 /** Options of `processChild`. */

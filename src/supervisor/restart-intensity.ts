@@ -2,8 +2,7 @@
  * OTP's restart intensity: a supervisor may restart at most `intensity` times within any
  * `period` ms; one restart more means something is persistently wrong, and it gives up.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** OTP's defaults: at most 1 restart in 5 seconds. */
 export const DEFAULT_INTENSITY = 1;

@@ -4,8 +4,7 @@
  * supervisor that is not (or could not be) up. Internal to the supervisor: callers see these
  * as HermesErrors and match on `code` and `fields.reason`.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 /** `start()` called on a supervisor that is not idle. */
 export function alreadyStarted(supervisor: string): HermesError {

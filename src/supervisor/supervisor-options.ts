@@ -2,8 +2,7 @@
  * The options of a Supervisor and their checking: a bad tree is refused when it is built,
  * not when a child first crashes.
  */
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { RestartType, Strategy, ChildType, type ChildSpec } from "./child-spec.ts";
 

@@ -1,5 +1,4 @@
-import { createRequest } from "../protocol/envelope-factory.ts";
-import type { Envelope, Payload } from "../protocol/envelope.ts";
+import { createRequest, type Envelope, type Payload } from "../../mesh/envelope.ts";
 import { nodeTraceparent } from "./run-trace.ts";
 import type { WorkflowNode } from "./workflow-definition.ts";
 import type { RunRecord } from "./workflow-store.ts";

@@ -1,4 +1,4 @@
-import type { Envelope, Payload } from "../protocol/envelope.ts";
+import type { Envelope, Payload } from "../../mesh/envelope.ts";
 import type { NodeStatus, RunStatus } from "./workflow-store.ts";
 
 /**

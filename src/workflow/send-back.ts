@@ -1,4 +1,4 @@
-import type { Payload } from "../protocol/envelope.ts";
+import type { Payload } from "../../mesh/envelope.ts";
 import { resolvePath } from "./path-expression.ts";
 import type { Workflow, WorkflowNode } from "./workflow-definition.ts";
 

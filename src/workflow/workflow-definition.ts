@@ -1,4 +1,4 @@
-import type { Route } from "../protocol/envelope-factory.ts";
+import type { Route } from "../../mesh/envelope.ts";
 import type { Mapping } from "./input-mapping.ts";
 import type { PathSegment } from "./path-expression.ts";
 import type { CompiledCondition } from "./when-condition.ts";

@@ -1,11 +1,11 @@
 import { ControlClient } from "../../mesh/control-client.ts";
 import { clientSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/instance-picker.ts";
+import { schedulerPicker } from "../../mesh/routing.ts";
 import { MeshNode, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler-choice.ts";
-import type { Envelope } from "../protocol/envelope.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import type { Providers } from "./workflow-providers.ts";
 
 /** How the orchestrator's link joins the mesh. */

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { compileMapping, type MappingIssue } from "./input-mapping.ts";
 import { parsePath, PathSyntaxError } from "./path-expression.ts";
 import { checkStructure } from "./workflow-checks.ts";

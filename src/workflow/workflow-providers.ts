@@ -1,5 +1,4 @@
-import type { MeshFile } from "../supervisor/mesh-file.ts";
-import { listActors } from "../supervisor/mesh-file.ts";
+import { type MeshFile, listActors } from "../supervisor/mesh-file.ts";
 import type { Workflow } from "./workflow-definition.ts";
 import { workflowError } from "./workflow-loader.ts";
 import type { SourceIssue } from "./yaml-source.ts";

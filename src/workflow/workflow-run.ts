@@ -1,6 +1,5 @@
-import type { Envelope, Payload } from "../protocol/envelope.ts";
-import { ErrorCode } from "../protocol/error-codes.ts";
-import { HermesError } from "../protocol/hermes-error.ts";
+import type { Envelope, Payload } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { nodeRequest, resentEnvelope } from "./node-request.ts";
 import { RunEvents, type RequestSender, type RunEvent } from "./run-events.ts";
 import { nodePayload, nodeScope, runOutput, settledOf } from "./run-scope.ts";

@@ -1,9 +1,8 @@
 /** The demo actors in a real mesh: the calculator by capability, the ticker's clock.tick events and status. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Envelope } from "../../src/protocol/envelope.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { listActors, loadMeshFile } from "../../src/supervisor/mesh-file.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "./mesh-harness.ts";

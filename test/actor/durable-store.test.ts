@@ -2,11 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { DurableStore } from "../../src/actor/durable-store.ts";
-import { createLogger } from "../../src/actor/logger.ts";
-import { createErrorReply, createReply, createRequest } from "../../src/protocol/envelope-factory.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { MessageType } from "../../src/protocol/message-types.ts";
+import { createLogger } from "../../mesh/logger.ts";
+import { createErrorReply, createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { diskKinds, injectInto, openDisk, type FullableDisk } from "../disk-full.ts";
 
 /** A store on `disk` whose warnings are kept. */

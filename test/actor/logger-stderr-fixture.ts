@@ -4,7 +4,7 @@
  * written, removes the filler file named by argv[2], logs "after" and prints "alive".
  */
 import { rmSync } from "node:fs";
-import { createLogger } from "../../src/actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 
 const filler = process.argv[2]!;
 const flushed = () => new Promise((resolve) => process.stderr.write("", resolve));

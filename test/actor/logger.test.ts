@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { openSync, closeSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLogger } from "../../src/actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 import { tmpfsUnavailable, openDisk } from "../disk-full.ts";
 import { BUN } from "../helpers.ts";
 

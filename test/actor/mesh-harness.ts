@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connectMesh, type MeshClient } from "../../src/actor/connect-mesh.ts";
-import { createLogger } from "../../src/actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 import { parseMeshFile } from "../../src/supervisor/mesh-file.ts";
 import { startMesh, type GatewayOptions, type RunningMesh } from "../../src/supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";

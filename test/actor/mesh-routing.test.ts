@@ -1,7 +1,6 @@
 /** Routing across real actor processes: by name, pool instance, capability and topic; code 8 when nothing matches. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "./mesh-harness.ts";
 

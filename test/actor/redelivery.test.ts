@@ -1,7 +1,7 @@
 /** Redelivery limits with real processes: attempts counted, dead letters after max attempts, ttl shrinking across deliveries. */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { tempDir, waitFor } from "../helpers.ts";
 import { startTestMesh } from "./mesh-harness.ts";
 

@@ -1,6 +1,6 @@
 /** The supervisor tree over real actor processes: restarts, escalation through a nested supervisor, hung actors. */
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh } from "./mesh-harness.ts";
 

@@ -6,7 +6,7 @@ import { ScriptedModel } from "../../src/agent/scripted-model.ts";
 import { ShortTermMemory } from "../../src/agent/short-term-memory.ts";
 import { ToolRegistry } from "../../src/agent/tool-registry.ts";
 import { builtinTools } from "../../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 
 const config = (extra: Record<string, unknown> = {}) =>
   AgentConfigSchema.parse({ name: "coder", system_prompt: "You write code.", model: "m", tools: ["calculator"], ...extra });

@@ -3,8 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { evaluateExpression, MAX_EXPRESSION_LENGTH, MAX_NESTING } from "../../src/agent/calculator.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 
 /** A readable test title for an expression, however long. */

@@ -1,8 +1,7 @@
 /** The circuit breaker on its own, with an injected clock: states, the single half-open trial, what counts. */
 import { expect, test } from "bun:test";
 import { CircuitBreaker } from "../../src/agent/circuit-breaker.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 function setup(options: { failureThreshold?: number; coolDownMs?: number; isFailure?: (e: unknown) => boolean } = {}) {
   const clock = { now: 0 };

@@ -1,16 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { pack, unpack } from "msgpackr";
-import {
-  chainToMessages,
-  CONTEXT_CHAIN_FIELD,
-  DEFAULT_MAX_HOPS,
-  extendChain,
-  readChain,
-  startChain,
-  withChain,
-  type ContextChain,
-} from "../../src/agent/context-chain.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { chainToMessages, CONTEXT_CHAIN_FIELD, DEFAULT_MAX_HOPS, extendChain, readChain, startChain, withChain, type ContextChain } from "../../src/agent/context-chain.ts";
+import { HermesError } from "../../mesh/errors.ts";
 
 const ORIGINAL = "实现一个计算两个日期之间天数的函数 (write a function that counts the days between two dates)";
 

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { LongTermMemory, toMatchExpression } from "../../src/agent/long-term-memory.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { spawnBun, tempDir, waitFor } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "memory-writer-fixture.ts");

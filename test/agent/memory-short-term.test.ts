@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ChatMessage } from "../../src/agent/chat-types.ts";
 import { isSummary, ShortTermMemory, SUMMARY_MARKER, type Summariser } from "../../src/agent/short-term-memory.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { waitFor } from "../helpers.ts";
 
 /** A summariser the test answers by hand: each call waits until resolved or rejected. */

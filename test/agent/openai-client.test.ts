@@ -4,8 +4,7 @@ import type { ChatMessage, ChatRequest, ToolSpec } from "../../src/agent/chat-ty
 import { CircuitBreaker } from "../../src/agent/circuit-breaker.ts";
 import { OpenAICompatibleModel, parseRetryAfter, type OpenAICompatibleOptions } from "../../src/agent/openai-client.ts";
 import { UsageLedger } from "../../src/agent/usage-ledger.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { startFakeOpenAI, type FakeOpenAIServer } from "./fake-openai-server.ts";
 
 const KEY = "sk-test-0123456789abcdef";

@@ -7,8 +7,7 @@ import type { ChatRequest } from "../../src/agent/chat-types.ts";
 import { loadAgentsFile, scriptedProviderNotice } from "../../src/agent/agent-config.ts";
 import { loadScript, parseScript } from "../../src/agent/script-file.ts";
 import { ScriptedModel } from "../../src/agent/scripted-model.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 const ACTORS = join(import.meta.dir, "../../actors");
 const AGENTS_FILE = join(ACTORS, "agents.yaml");

@@ -5,8 +5,7 @@ import { normalizeArguments, readArguments } from "../../src/agent/tool-argument
 import { editDistance, enumMember, numberFromText } from "../../src/agent/tool-coercions.ts";
 import { defineTool } from "../../src/agent/tool-definition.ts";
 import { repairJson } from "../../src/agent/tool-json-repair.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 const tool = defineTool({
   name: "sample",

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { ToolRegistry, type ToolContext } from "../../src/agent/tool-registry.ts";
 import { calculatorTool } from "../../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 
 const registry = new ToolRegistry([calculatorTool()]);
 const ctx: ToolContext = { trace_id: "t", signal: new AbortController().signal };

@@ -2,8 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { defineTool, TOOL_NAME_PATTERN } from "../../src/agent/tool-definition.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 const schema = z.object({ x: z.number() });
 const define = (name: unknown) => defineTool({ name: name as string, description: "a tool", schema, run: () => null });

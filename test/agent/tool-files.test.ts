@@ -7,7 +7,7 @@ import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, s
 import { join } from "node:path";
 import { ToolRegistry, type ToolContext, type ToolResult } from "../../src/agent/tool-registry.ts";
 import { fileReadTool, fileWriteTool } from "../../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { spawnBun, tempDir } from "../helpers.ts";
 
 const temp = tempDir("hm-tool-files-");

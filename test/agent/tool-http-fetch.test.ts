@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { ToolRegistry, type ToolContext, type ToolResult } from "../../src/agent/tool-registry.ts";
 import { builtinTools, httpFetchTool } from "../../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 
 const hold = Promise.withResolvers<void>(); // slow endpoints wait on this until the tests end
 const other = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("other origin") });

@@ -3,8 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import type { ToolBox } from "../../src/agent/agent-loop.ts";
 import { defineTool, ToolRegistry, type ToolContext, type ToolEvent, type ToolResult } from "../../src/agent/tool-registry.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 const repeat = defineTool({
   name: "repeat",

@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { join } from "node:path";
 import { ToolRegistry, type ToolContext, type ToolResult } from "../../src/agent/tool-registry.ts";
 import { builtinTools, shellTool } from "../../src/agent/tools/builtin-tools.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { tempDir, waitFor } from "../helpers.ts";
 
 const temp = tempDir("hm-tool-shell-");

@@ -1,10 +1,8 @@
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../src/protocol/control-frames.ts";
-import { isPlainMap, parseEnvelope } from "../../src/protocol/envelope-check.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { FrameDecoder } from "../../src/protocol/frame-decoder.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { arrivedExpired } from "../../src/protocol/ttl.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
+import { isPlainMap, parseEnvelope, arrivedExpired } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { FrameDecoder } from "../../mesh/frames.ts";
 import type { FrameType, Stage } from "./vector-format.ts";
 
 export type Outcome =
@@ -14,7 +12,7 @@ export type Outcome =
 const CONTROL = { ack: AckSchema, ping: PingSchema, pong: PongSchema } as const;
 
 /**
- * One frame through the receive path of mesh/connection.ts, built from the same src/protocol
+ * One frame through the receive path of mesh/connection.ts, built from the same mesh/
  * parts: framing, plain codec, map check, hello or control schema, envelope check, seq, ttl.
  * Returns undefined when the bytes hold no complete frame and no error.
  */

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode } from "@msgpack/msgpack";
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { isValidEnvelope, parseEnvelope } from "../../src/protocol/envelope-check.ts";
-import { EnvelopeSchema } from "../../src/protocol/envelope.ts";
-import { FrameDecoder } from "../../src/protocol/frame-decoder.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { isValidEnvelope, parseEnvelope, EnvelopeSchema } from "../../mesh/envelope.ts";
+import { FrameDecoder } from "../../mesh/frames.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { buildVectorFile, VECTORS_PATH } from "./generate-vectors.ts";
 import { mutateEnvelope } from "./mutate-envelope.ts";
 import { receiveFrame } from "./receive-frame.ts";

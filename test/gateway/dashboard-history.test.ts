@@ -2,9 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { DeadLetter } from "../../mesh/dead-letters.ts";
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
-import { Registry } from "../../mesh/registry.ts";
+import type { DeadLetter } from "../../mesh/peer-link.ts";
+import { type RegistryEntry, Registry } from "../../mesh/registry.ts";
 import { LATENCY_BUCKETS } from "../../src/observability/actor-metrics.ts";
 import { DashboardHistory, type ActorCounters } from "../../src/gateway/dashboard-history.ts";
 import { HistorySampler } from "../../src/gateway/history-sampler.ts";

@@ -1,7 +1,7 @@
 /** The gateway over real HTTP, a real Unix socket and a real WebSocket, in front of a real mesh. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readTrace } from "../../src/observability/trace-tree.ts";
-import { newMessageId } from "../../src/protocol/ids.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 

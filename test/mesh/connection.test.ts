@@ -2,9 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Connection, ConnectionStatus } from "../../mesh/connection.ts";
-import { AckTracker } from "../../mesh/ack-tracker.ts";
-import { dial, listen } from "../../mesh/transport.ts";
-import { createEvent } from "../../src/protocol/envelope-factory.ts";
+import { AckTracker } from "../../mesh/flow-control.ts";
+import { dial, listen } from "../../mesh/socket-transport.ts";
+import { createEvent } from "../../mesh/envelope.ts";
 import { tempDir, waitFor } from "../helpers.ts";
 
 async function pair(serverOptions: Record<string, unknown> = {}, clientOptions: Record<string, unknown> = {}) {

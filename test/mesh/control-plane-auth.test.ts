@@ -4,11 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { controlSocketPath } from "../../mesh/control-protocol.ts";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { dial } from "../../mesh/transport.ts";
-import type { Payload } from "../../src/protocol/envelope.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { RequestChannel } from "../../mesh/requests.ts";
+import { dial } from "../../mesh/socket-transport.ts";
+import type { Payload } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 

@@ -4,9 +4,8 @@
  * progress messages first, `{ throw: "msg" }` throws, anything else is echoed.
  * Prints "ready <address>" when listening and "cancelled <message_id>" when a request is cancelled.
  */
-import { parseAddress, formatAddress } from "../../mesh/address.ts";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { listen } from "../../mesh/transport.ts";
+import { parseAddress, formatAddress, listen } from "../../mesh/socket-transport.ts";
+import { RequestChannel } from "../../mesh/requests.ts";
 
 const [addressText, token] = process.argv.slice(2);
 const address = parseAddress(addressText!);

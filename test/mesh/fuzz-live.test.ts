@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { dial } from "../../mesh/transport.ts";
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
+import { RequestChannel } from "../../mesh/requests.ts";
+import { dial } from "../../mesh/socket-transport.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { encodeFrame } from "../../mesh/frames.ts";
 import { rssKiB, spawnBun, tempDir, waitFor, type Child } from "../helpers.ts";
 import { HELLO, rawConnect } from "./raw-client.ts";
 

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import type { Envelope } from "../../src/protocol/envelope.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
-import { newMessageId } from "../../src/protocol/ids.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
+import { encodeFrame } from "../../mesh/frames.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { rssKiB, waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 import { HELLO, rawConnect, type RawClient } from "./raw-client.ts";

@@ -4,10 +4,9 @@
  * actor processes, a real client, and a foreign peer on a raw socket.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { MAX_PAYLOAD_DEPTH } from "../../src/protocol/payload-limits.ts";
-import { newMessageId } from "../../src/protocol/ids.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { MAX_PAYLOAD_DEPTH } from "../../mesh/codec.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 import { HELLO, rawConnect } from "./raw-client.ts";

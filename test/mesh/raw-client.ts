@@ -1,7 +1,6 @@
 /** A bare socket client for feeding a listener arbitrary bytes and reading back what it says. */
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
-import { FrameDecoder } from "../../src/protocol/frame-decoder.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
 
 export interface RawClient {
   /** Frames received so far, decoded as plain msgpack. */

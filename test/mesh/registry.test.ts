@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseRegistryUpdate, Registry, type RegistryUpdate } from "../../mesh/registry.ts";
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { parseRegistryUpdate, Registry, type RegistryUpdate, type RegistryEntry } from "../../mesh/registry.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 
 function entry(name: string, instance: number, more: Partial<RegistryEntry> = {}): RegistryEntry {
   const address = more.address ?? `${name}#${instance}`;

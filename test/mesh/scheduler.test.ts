@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { leastLoaded, roundRobin, Scheduler, weighted, type SchedulingStrategy } from "../../mesh/scheduler.ts";
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import type { RegistryEntry } from "../../mesh/registry.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 function entry(address: string, more: Partial<RegistryEntry> = {}): RegistryEntry {
   const [name, instance] = address.split("#");

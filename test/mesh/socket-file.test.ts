@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { statSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { listen } from "../../mesh/transport.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { listen } from "../../mesh/socket-transport.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { spawnBun, tempDir } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "echo-server-fixture.ts");

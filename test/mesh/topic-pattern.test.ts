@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { TopicIndex, topicMatches, validatePattern, validateTopic } from "../../mesh/topic-pattern.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { TopicIndex, topicMatches, validatePattern, validateTopic } from "../../mesh/topics.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { seededRandom } from "../conformance/seeded-random.ts";
 
 /** Reference matcher: plain recursion straight from the definition, slow but obviously right. */

@@ -4,12 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { parseAddress, type Address } from "../../mesh/address.ts";
+import { parseAddress, type Address, dial } from "../../mesh/socket-transport.ts";
 import type { Connection } from "../../mesh/connection.ts";
-import { RequestChannel } from "../../mesh/request-channel.ts";
-import { dial } from "../../mesh/transport.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { RequestChannel } from "../../mesh/requests.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { spawnBun, tempDir, waitFor, type Child } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "echo-server-fixture.ts");

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLogger } from "../../src/actor/logger.ts";
+import { createLogger } from "../../mesh/logger.ts";
 import { EventLog } from "../../src/observability/event-log.ts";
 import { diskKinds, injectInto, openDisk } from "../disk-full.ts";
 import { tempDir } from "../helpers.ts";

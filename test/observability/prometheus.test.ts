@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ActorMetrics } from "../../src/observability/actor-metrics.ts";
 import { formatMetrics } from "../../src/observability/prometheus.ts";
-import type { RegistryEntry } from "../../mesh/registry-entry.ts";
+import type { RegistryEntry } from "../../mesh/registry.ts";
 
 const entry = (address: string, extra: Partial<RegistryEntry> = {}): RegistryEntry => ({
   name: address.split("#")[0]!, instance: 0, address, id: `id-${address}`, socket: `/tmp/${address}.sock`, capabilities: [],

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { childTraceparent, formatTraceparent, parentSpanOf, parseTraceparent, spanIdOf, traceHexOf } from "../../src/observability/trace-context.ts";
-import { newMessageId } from "../../src/protocol/ids.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 
 describe("trace context", () => {
   test("span ids are 16 hex digits, stable per message id, different across ids", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { sampleRequest } from "./sample-envelope.ts";
-import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../src/protocol/envelope-check.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../mesh/envelope.ts";
+import { HermesError } from "../../mesh/errors.ts";
 
 const base = sampleRequest();
 

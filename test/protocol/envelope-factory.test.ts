@@ -1,9 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { createCancel, createErrorReply, createEvent, createReply, createRequest } from "../../src/protocol/envelope-factory.ts";
-import { isValidEnvelope } from "../../src/protocol/envelope-check.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { isUlid } from "../../src/protocol/ids.ts";
+import { createCancel, createErrorReply, createEvent, createReply, createRequest, isValidEnvelope } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { isUlid } from "../../mesh/ids.ts";
 
 describe("envelope factory", () => {
   const request = createRequest("cli", { target_agent: "echo" }, { text: "hi" }, { ttl: 5000, priority: 7, context_id: "c-1", headers: { traceparent: "00-x" } });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { sampleRequest } from "./sample-envelope.ts";
-import { DEFAULT_PRIORITY, DEFAULT_TTL_MS, EnvelopeSchema, PayloadSchema } from "../../src/protocol/envelope.ts";
+import { DEFAULT_PRIORITY, DEFAULT_TTL_MS, EnvelopeSchema, PayloadSchema } from "../../mesh/envelope.ts";
 
 const { seq: _seq, ...base } = sampleRequest({ payload: {} });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ErrorCode, errorName, isErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode, errorName, isErrorCode } from "../../mesh/errors.ts";
 
 // The closed set of docs/protocol.md §6, in order.
 const PROTOCOL_TABLE = [

@@ -1,9 +1,8 @@
 import { expect, test } from "bun:test";
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../src/protocol/envelope-check.ts";
-import { FrameDecoder } from "../../src/protocol/frame-decoder.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../mesh/envelope.ts";
+import { FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 
 const MAX_FRAME = 64 * 1024;

@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from "../../src/protocol/frame-decoder.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
+import { HermesError } from "../../mesh/errors.ts";
 
 const bodies = [new Uint8Array([0x80]), new TextEncoder().encode("a somewhat longer frame body, 你好 🚀"), Uint8Array.from({ length: 300 }, (_, i) => i & 0xff)];
 const stream = Buffer.concat(bodies.map(encodeFrame));

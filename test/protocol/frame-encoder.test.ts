@@ -1,6 +1,5 @@
 import { expect, test } from "bun:test";
-import { FrameDecoder } from "../../src/protocol/frame-decoder.ts";
-import { encodeFrame } from "../../src/protocol/frame-encoder.ts";
+import { FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
 
 test("encodeFrame writes a big-endian u32 length then the body", () => {
   const body = Uint8Array.from({ length: 0x0102 }, (_, i) => i & 0xff);

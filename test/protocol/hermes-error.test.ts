@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { createPlainCodec } from "../../src/protocol/codec.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { createPlainCodec } from "../../mesh/codec.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 describe("HermesError", () => {
   const error = new HermesError(ErrorCode.UNROUTABLE, "no actor named 'ocr'", { target: "ocr", known: ["echo"] });
@@ -68,7 +67,7 @@ describe("HermesError", () => {
 describe("HermesError across module copies", () => {
   test("an error made by another copy of the class (a bundled host meeting a module from source) is still instanceof", async () => {
     // A second, independent copy of the module: same file under a query string is a new module instance.
-    const other = (await import(`../../src/protocol/hermes-error.ts?copy=${Date.now()}`)) as typeof import("../../src/protocol/hermes-error.ts");
+    const other = (await import(`../../mesh/errors.ts?copy=${Date.now()}`)) as typeof import("../../mesh/errors.ts");
     expect(other.HermesError).not.toBe(HermesError);
     const foreign = new other.HermesError(4, "from the other copy", { requested_tool: "x" });
     expect(foreign instanceof HermesError).toBe(true);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { decodeTime } from "ulid";
-import { isUlid, newMessageId, stableAgentId } from "../../src/protocol/ids.ts";
+import { isUlid, newMessageId, stableAgentId } from "../../mesh/ids.ts";
 
 describe("stableAgentId", () => {
   test("matches the known id from docs/protocol.md §8", () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ControlType, CORRELATED_TYPES, ENVELOPE_TYPES, HttpMsgType, MessageType } from "../../src/protocol/message-types.ts";
+import { ControlType, CORRELATED_TYPES, ENVELOPE_TYPES, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
 
 test("the six envelope types of docs/protocol.md §3", () => {
   expect([...ENVELOPE_TYPES].sort()).toEqual(["cancel", "error", "event", "progress", "request", "response"]);

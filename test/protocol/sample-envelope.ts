@@ -1,4 +1,4 @@
-import type { Envelope } from "../../src/protocol/envelope.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
 
 /** A fixed, valid request envelope for unit tests; `overrides` replace or add fields. */
 export function sampleRequest(overrides: Partial<Envelope> & Record<string, unknown> = {}): Envelope {

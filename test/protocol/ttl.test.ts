@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { sampleRequest } from "./sample-envelope.ts";
-import type { Envelope } from "../../src/protocol/envelope.ts";
-import { arrivedExpired, forwardEnvelope, remainingTtl, ttlDeadline } from "../../src/protocol/ttl.ts";
+import { type Envelope, arrivedExpired, forwardEnvelope, remainingTtl, ttlDeadline } from "../../mesh/envelope.ts";
 
 const envelope = (ttl: number): Envelope => sampleRequest({ ttl, seq: 4 });
 

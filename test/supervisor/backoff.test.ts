@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { Backoff } from "../../src/supervisor/backoff.ts";
 import { Harness } from "./supervisor-harness.ts";
 

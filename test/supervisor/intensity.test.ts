@@ -3,8 +3,7 @@
  * reverse order and ends; a parent sees that as a crash of the child supervisor.
  */
 import { describe, expect, test } from "bun:test";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { HermesError, ErrorCode } from "../../mesh/errors.ts";
 import type { ChildSpec } from "../../src/supervisor/child-spec.ts";
 import { processChild } from "../../src/supervisor/process-child.ts";
 import { supervisorChild } from "../../src/supervisor/supervisor-child.ts";

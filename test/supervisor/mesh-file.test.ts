@@ -3,8 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { isActorSpec, listActors, loadMeshFile, MeshFileSchema, parseMeshFile, type MeshFileIssue } from "../../src/supervisor/mesh-file.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { tempDir } from "../helpers.ts";
 
 /** A temp dir holding echo.ts and worker.ts, so module checks pass unless a test says otherwise. */

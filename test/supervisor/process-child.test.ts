@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChildHandle } from "../../src/supervisor/child-spec.ts";
 import { processChild } from "../../src/supervisor/process-child.ts";
 import { BUN, tempDir } from "../helpers.ts";

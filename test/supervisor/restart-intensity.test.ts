@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import { RestartIntensity } from "../../src/supervisor/restart-intensity.ts";
 import { restartGroup } from "../../src/supervisor/strategy-group.ts";
 

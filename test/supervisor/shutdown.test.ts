@@ -3,7 +3,7 @@
  * (hung-actor handling) and restartChild, with real processes.
  */
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
 import { waitFor } from "../helpers.ts";
 import { alive, Harness } from "./supervisor-harness.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
+import { ErrorCode } from "../../mesh/errors.ts";
 import type { ChildHandle, ChildSpec, ExitInfo } from "../../src/supervisor/child-spec.ts";
 import { supervisorChild } from "../../src/supervisor/supervisor-child.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";

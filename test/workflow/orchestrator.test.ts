@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { MeshClient } from "../../src/actor/connect-mesh.ts";
-import type { Payload } from "../../src/protocol/envelope.ts";
+import type { Payload } from "../../mesh/envelope.ts";
 import { readTrace, type Span } from "../../src/observability/trace-tree.ts";
 import { waitFor } from "../helpers.ts";
 import type { TestMesh } from "../actor/mesh-harness.ts";

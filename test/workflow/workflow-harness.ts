@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { MeshClient } from "../../src/actor/connect-mesh.ts";
-import type { Payload } from "../../src/protocol/envelope.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import type { Payload } from "../../mesh/envelope.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { ACTORS, startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 
 export const SEED_FILE = join(ACTORS, "workflows/image-caption.yaml");

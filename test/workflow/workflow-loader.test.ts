@@ -1,7 +1,7 @@
 /** Workflow files validated at load: every problem at once, each at its file:line:col, naming the node. */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import { HermesError } from "../../mesh/errors.ts";
 import { loadMeshFile, parseMeshFile } from "../../src/supervisor/mesh-file.ts";
 import { WorkflowGraph } from "../../src/workflow/workflow-graph.ts";
 import { loadWorkflow, parseWorkflow } from "../../src/workflow/workflow-loader.ts";

@@ -5,9 +5,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Envelope, Payload } from "../../src/protocol/envelope.ts";
-import { ErrorCode } from "../../src/protocol/error-codes.ts";
-import { HermesError } from "../../src/protocol/hermes-error.ts";
+import type { Envelope, Payload } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { RequestSender } from "../../src/workflow/run-events.ts";
 import { WorkflowEngine } from "../../src/workflow/workflow-engine.ts";
 import { parseWorkflow } from "../../src/workflow/workflow-loader.ts";

@@ -4,8 +4,7 @@
  * through the descriptor that was checked.
  */
 import { z } from "zod";
-import { ErrorCode } from "../../protocol/error-codes.ts";
-import { HermesError } from "../../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../../mesh/errors.ts";
 import { defineTool } from "../tool-definition.ts";
 import { openInSandbox, sandboxRoot } from "./sandbox-path.ts";
 

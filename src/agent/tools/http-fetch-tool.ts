@@ -3,8 +3,7 @@
  * capped. Redirects are followed by hand so that every hop is checked against the allow-list.
  */
 import { z } from "zod";
-import { ErrorCode } from "../../protocol/error-codes.ts";
-import { HermesError } from "../../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../../mesh/errors.ts";
 import { defineTool } from "../tool-definition.ts";
 import { readCapped } from "./read-capped.ts";
 

@@ -14,8 +14,7 @@
 import { constants, existsSync } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, unlink, type FileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { ErrorCode } from "../../protocol/error-codes.ts";
-import { HermesError } from "../../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../../mesh/errors.ts";
 import type { ToolContext } from "../tool-definition.ts";
 
 const EXPECTED = "a relative path inside the sandbox directory, such as notes/todo.txt";

@@ -11,8 +11,7 @@
  */
 import { closeSync, existsSync, lstatSync, readFileSync } from "node:fs";
 import { z } from "zod";
-import { ErrorCode } from "../../protocol/error-codes.ts";
-import { HermesError } from "../../protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "../../../mesh/errors.ts";
 import { defineTool } from "../tool-definition.ts";
 import { readCapped } from "./read-capped.ts";
 import { sandboxRoot } from "./sandbox-path.ts";

@@ -1,3 +1,4 @@
+
 /** Structured log lines (JSON Lines), bound to an actor and, inside a handler, to a trace. */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

@@ -1,5 +1,4 @@
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
 
 /**
  * Topics are dot-separated words, e.g. `task.image.generate`. Patterns use the same words plus

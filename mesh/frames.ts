@@ -1,5 +1,21 @@
-import { ErrorCode } from "./error-codes.ts";
-import { HermesError } from "./hermes-error.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import { parseEnvelope, type Envelope, MessageType, isPlainMap } from "./envelope.ts";
+import { newMessageId } from "./ids.ts";
+import { type FrameCodec, MAX_PAYLOAD_DEPTH, CodecName } from "./codec.ts";
+
+/**
+ * One frame as bytes: `u32be length` then the body. For one-off frames (tests, tools, other
+ * implementations' vectors); connections write frames through their coalescing write queue.
+ *
+ * @example
+ * encodeFrame(createPlainCodec().encode({ message_type: "ping" }));
+ */
+export function encodeFrame(body: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(4 + body.length);
+  new DataView(frame.buffer).setUint32(0, body.length, false);
+  frame.set(body, 4);
+  return frame;
+}
 
 /** Receives one frame body: bytes `start` (inclusive) to `end` (exclusive) of `buffer`. */
 export type FrameCallback = (buffer: Uint8Array, start: number, end: number) => void;
@@ -148,4 +164,83 @@ export class FrameDecoder {
     }
     return length;
   }
+}
+
+/** Code 2 for a frame this side cannot accept, with the protocol's `reason` and `expected`. */
+export function invalidFrame(reason: string, expected: unknown): HermesError {
+  return new HermesError(ErrorCode.INVALID_REQUEST, reason, { reason, expected });
+}
+
+/** A short description of a decoded value that is not a map, for error reasons. */
+export function describeValue(value: unknown): string {
+  if (value === null) return "nil";
+  if (Array.isArray(value)) return "an array";
+  if (value instanceof Uint8Array) return "binary";
+  return `a ${typeof value}`;
+}
+
+/** Why a decoded map is not an envelope, as the schema explains it (code 2 naming the field). */
+export function envelopeRejection(value: unknown): HermesError {
+  try {
+    parseEnvelope(value);
+    return invalidFrame("envelope rejected", "a Hermes envelope");
+  } catch (error) {
+    return HermesError.from(error, ErrorCode.INVALID_REQUEST);
+  }
+}
+
+/**
+ * The error envelope a connection sends about a frame: correlated with the frame's message_id
+ * and addressed to its reply_to when it had them (`correlation_id: ""` when it had no id).
+ */
+export function connectionErrorEnvelope(value: any, error: HermesError, node: string, peerNode: string | undefined): Envelope {
+  const correlation = typeof value?.message_id === "string" ? value.message_id : "";
+  return {
+    message_id: newMessageId(),
+    message_type: MessageType.ERROR,
+    trace_id: typeof value?.trace_id === "string" && value.trace_id ? value.trace_id : correlation || "connection",
+    source_agent: node,
+    target_agent: typeof value?.reply_to === "string" && value.reply_to ? value.reply_to : peerNode ?? "peer",
+    correlation_id: correlation,
+    timestamp: Date.now(),
+    ttl: 60_000,
+    payload: error.toPayload(),
+  };
+}
+
+/** Code 6 for a peer that sent more unacknowledged envelopes than this side's window allows. */
+export function windowExceeded(used: number, limit: number): HermesError {
+  return new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "peer exceeded the credit window", { resource: "window", used, limit });
+}
+
+/** A decoded frame body: the map, or why it is refused and whether the stream can go on. */
+export type FrameBody = { map: Record<string, any> } | { error: HermesError; fatal: boolean };
+
+/**
+ * Decodes one frame body and checks it is a map (docs/protocol.md §1). Undecodable bytes are
+ * fatal on a records stream, whose structure table is lost with them; on plain msgpack the
+ * framing still holds and the connection goes on.
+ */
+export function decodeFrameBody(codec: FrameCodec, buffer: Uint8Array, start: number, end: number, handshaking: boolean): FrameBody {
+  let value: unknown;
+  try {
+    value = codec.decode(buffer, start, end);
+  } catch (error) {
+    // A recursive decoder runs out of stack on values nested thousands deep.
+    const tooDeep = error instanceof RangeError;
+    return {
+      error: new HermesError(ErrorCode.INVALID_REQUEST, tooDeep ? "frame body nests too deep to decode" : "frame body is not valid MessagePack", {
+        reason: error instanceof Error ? error.message : String(error),
+        expected: tooDeep ? `a MessagePack map whose payload nests at most ${MAX_PAYLOAD_DEPTH} levels` : "a MessagePack map",
+      }),
+      fatal: codec.name !== CodecName.MSGPACK,
+    };
+  }
+  if (!isPlainMap(value)) {
+    return {
+      error: new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", { reason: `got ${describeValue(value)}`, expected: "a MessagePack map" }),
+      fatal: handshaking,
+    };
+  }
+  return { map: value };
 }

@@ -1,9 +1,91 @@
+import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
+import { dirname } from "node:path";
+import { ErrorCode, HermesError } from "./errors.ts";
 import type { Socket, SocketHandler, TCPSocketListener, UnixSocketListener } from "bun";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
-import { formatAddress, type Address } from "./address.ts";
 import { Connection, type ConnectionOptions } from "./connection.ts";
-import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "./socket-file.ts";
+
+/** Where a listener listens or a dialer dials: a Unix socket path (default) or TCP. */
+export type Address = { path: string } | { host: string; port: number };
+
+/**
+ * Parses `unix:/run/mesh/echo.sock`, `/run/mesh/echo.sock`, `tcp://127.0.0.1:7000` or
+ * `127.0.0.1:7000` into an Address.
+ *
+ * @example
+ * parseAddress("tcp://127.0.0.1:7000"); // { host: "127.0.0.1", port: 7000 }
+ */
+export function parseAddress(text: string): Address {
+  if (text.startsWith("unix:")) return { path: text.slice(5) };
+  const tcp = /^(?:tcp:\/\/)?(\[[^\]]+\]|[^:/]+):(\d+)$/.exec(text);
+  if (tcp && !text.startsWith("/") && !text.startsWith(".")) return { host: tcp[1]!.replace(/^\[|\]$/g, ""), port: Number(tcp[2]) };
+  return { path: text };
+}
+
+/** A human-readable form of an address, as parseAddress accepts it. */
+export function formatAddress(address: Address): string {
+  return "path" in address ? `unix:${address.path}` : `tcp://${address.host}:${address.port}`;
+}
+
+/**
+ * Makes `path` ready to listen on: creates its directory with mode 0700 when missing, and
+ * removes a stale socket file left by a dead process. A socket somebody still answers on is
+ * never taken over, and a file that is not a socket is never deleted.
+ */
+export async function prepareSocketPath(path: string): Promise<void> {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!statSync(dir).isDirectory()) throw new HermesError(ErrorCode.INVALID_REQUEST, `${dir} is not a directory`);
+  let stat;
+  try {
+    stat = lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!stat.isSocket()) {
+    throw new HermesError(ErrorCode.UNAVAILABLE, `${path} exists and is not a socket; refusing to replace it`, { path });
+  }
+  if (await socketAnswers(path)) {
+    throw new HermesError(ErrorCode.UNAVAILABLE, `${path} is in use by a live process`, { path, retry_after_ms: 1000 });
+  }
+  unlinkSync(path);
+}
+
+/**
+ * Binds with a umask that makes the socket file 0600 from the start (no window in which
+ * others could connect), then sets the mode explicitly in case the platform ignored the umask.
+ */
+export function withPrivateUmask<T>(path: string, bind: () => T): T {
+  const previous = process.umask(0o177);
+  try {
+    return bind();
+  } finally {
+    process.umask(previous);
+    try {
+      chmodSync(path, 0o600);
+    } catch {
+      // The listener failed to bind; its error is the one worth reporting.
+    }
+  }
+}
+
+/** Removes a socket file we created, ignoring one that is already gone. */
+export function removeSocketFile(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch {
+    // Already gone.
+  }
+}
+
+async function socketAnswers(path: string): Promise<boolean> {
+  try {
+    const socket = await Bun.connect({ unix: path, socket: { data() {}, error() {} } });
+    socket.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** What a listener does with each connection once its handshake is done. */
 export interface ListenOptions extends ConnectionOptions {

@@ -1,7 +1,7 @@
-import type { Route } from "../src/protocol/envelope-factory.ts";
-import { ErrorCode } from "../src/protocol/error-codes.ts";
-import { HermesError } from "../src/protocol/hermes-error.ts";
-import type { RegistryEntry } from "./registry-entry.ts";
+import type { Route } from "./envelope.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import type { RegistryEntry } from "./registry.ts";
+import { Scheduler } from "./scheduler.ts";
 
 /** The registry lookups routing needs (mesh/registry.ts provides them). */
 export interface RouteTable {
@@ -74,4 +74,18 @@ export class Router {
       known: this.#table.known(kind),
     });
   }
+}
+
+/**
+ * The router's choice among instances, made by a Scheduler: by capability through
+ * `Scheduler.pick` (health, circuit, strategy), and among the instances of a pool addressed by
+ * name through the same strategy over the healthy ones. `localInFlight` is this process's own
+ * view of what it has outstanding per address (fresher than heartbeats).
+ */
+export function schedulerPicker(scheduler: Scheduler, localInFlight: (address: string) => number = () => 0): InstancePicker {
+  const context = { localInFlight, stats: (address: string) => scheduler.stats(address) };
+  return (candidates: readonly RegistryEntry[], capability?: string) => {
+    if (capability !== undefined) return scheduler.pick(capability, candidates, context);
+    return scheduler.strategy.pick(candidates.filter((c) => c.health === "healthy"), context);
+  };
 }

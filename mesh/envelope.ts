@@ -1,0 +1,336 @@
+import { z } from "zod";
+import { ErrorCode, HermesError } from "./errors.ts";
+import { newMessageId } from "./ids.ts";
+
+/**
+ * Envelope and control frame type names (docs/protocol.md §3 and §5), and the numeric
+ * `msg_type` codes of the HTTP meta/payload binding (section 7).
+ */
+
+/** Types an envelope may carry. */
+export const MessageType = {
+  REQUEST: "request",
+  RESPONSE: "response",
+  EVENT: "event",
+  ERROR: "error",
+  PROGRESS: "progress",
+  CANCEL: "cancel",
+} as const;
+export type MessageType = (typeof MessageType)[keyof typeof MessageType];
+
+/** Every envelope type, for schemas and checks. */
+export const ENVELOPE_TYPES = Object.values(MessageType) as readonly MessageType[];
+
+/** Control frames: connection housekeeping, never routed, no payload rules. */
+export const ControlType = {
+  HELLO: "hello",
+  ACK: "ack",
+  PING: "ping",
+  PONG: "pong",
+} as const;
+export type ControlType = (typeof ControlType)[keyof typeof ControlType];
+
+/** Numeric `msg_type` of the HTTP meta/payload form. */
+export const HttpMsgType = {
+  TASK_REQUEST: 1,
+  TASK_RESULT: 2,
+  TASK_PROGRESS: 3,
+  TASK_ERROR: 4,
+  EVENT: 5,
+  HEARTBEAT: 6,
+} as const;
+export type HttpMsgType = (typeof HttpMsgType)[keyof typeof HttpMsgType];
+
+/** Types whose envelopes must name the request they belong to. */
+export const CORRELATED_TYPES: ReadonlySet<string> = new Set([
+  MessageType.RESPONSE,
+  MessageType.ERROR,
+  MessageType.PROGRESS,
+  MessageType.CANCEL,
+]);
+
+/** Default remaining life of a new envelope, in ms. */
+export const DEFAULT_TTL_MS = 60_000;
+/** Default priority: middle of 0..9. */
+export const DEFAULT_PRIORITY = 5;
+
+const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/i, "must be a ULID (26 Crockford base32 characters)");
+const address = z.string().min(1);
+const int = z.number().int();
+
+/** A payload is a map: arrays, strings, null and other scalars at the top are rejected (code 2). */
+export const PayloadSchema = z.record(z.string(), z.unknown());
+
+/**
+ * The Hermes envelope (docs/protocol.md §3), the single source of truth for its shape.
+ * Unknown fields are kept: the protocol grows only by adding optional fields.
+ */
+export const EnvelopeSchema = z
+  .looseObject({
+    message_id: ulid,
+    message_type: z.enum(ENVELOPE_TYPES as [MessageType, ...MessageType[]]),
+    trace_id: z.string().min(1),
+    source_agent: address,
+    target_agent: address.optional(),
+    topic: address.optional(),
+    capability: address.optional(),
+    reply_to: address.optional(),
+    correlation_id: z.string().optional(),
+    context_id: z.string().optional(),
+    priority: int.min(0).max(9).optional(),
+    timestamp: int.min(0),
+    ttl: int,
+    attempt: int.min(1).optional(),
+    seq: int.min(1).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    payload: PayloadSchema,
+  })
+  .superRefine((env, ctx) => {
+    if (env.target_agent === undefined && env.topic === undefined && env.capability === undefined) {
+      ctx.addIssue({ code: "custom", message: "one of target_agent, topic or capability is required", path: ["target_agent"] });
+    }
+    if (env.message_type === MessageType.REQUEST && env.reply_to === undefined) {
+      ctx.addIssue({ code: "custom", message: "a request needs reply_to", path: ["reply_to"] });
+    }
+    if (
+      (env.message_type === MessageType.RESPONSE ||
+        env.message_type === MessageType.ERROR ||
+        env.message_type === MessageType.PROGRESS ||
+        env.message_type === MessageType.CANCEL) &&
+      env.correlation_id === undefined
+    ) {
+      ctx.addIssue({ code: "custom", message: `a ${env.message_type} needs correlation_id`, path: ["correlation_id"] });
+    }
+  });
+
+/** A valid envelope. */
+export type Envelope = z.infer<typeof EnvelopeSchema>;
+/** An envelope's payload map. */
+export type Payload = Record<string, unknown>;
+
+const TYPES = new Set(["request", "response", "event", "error", "progress", "cancel"]);
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+
+/**
+ * The hot-path check: the same rules as {@link EnvelopeSchema}, written out so that a
+ * million envelopes a second can be checked without building zod issue lists. The schema
+ * stays the source of truth; a test runs both over the conformance vectors and random
+ * envelopes and requires them to agree. Only when this says no does zod run, to explain why.
+ */
+export function isValidEnvelope(v: any): v is Envelope {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const id = v.message_id;
+  if (typeof id !== "string" || id.length !== 26 || !ULID.test(id)) return false;
+  const type = v.message_type;
+  if (typeof type !== "string" || !TYPES.has(type)) return false;
+  if (!nonEmpty(v.trace_id) || !nonEmpty(v.source_agent)) return false;
+  const { target_agent, topic, capability } = v;
+  if (target_agent === undefined && topic === undefined && capability === undefined) return false;
+  if (!optionalNonEmpty(target_agent) || !optionalNonEmpty(topic) || !optionalNonEmpty(capability)) return false;
+  if (!optionalNonEmpty(v.reply_to)) return false;
+  if (type === "request" && v.reply_to === undefined) return false;
+  const corr = v.correlation_id;
+  if (corr !== undefined && typeof corr !== "string") return false;
+  if (corr === undefined && type !== "request" && type !== "event") return false;
+  if (v.context_id !== undefined && typeof v.context_id !== "string") return false;
+  // Safe integers only, as zod's `.int()`: 2^53 and beyond cannot be told apart from their neighbours.
+  const p = v.priority;
+  if (p !== undefined && !(Number.isSafeInteger(p) && p >= 0 && p <= 9)) return false;
+  if (!(Number.isSafeInteger(v.timestamp) && v.timestamp >= 0)) return false;
+  if (!Number.isSafeInteger(v.ttl)) return false;
+  if (v.attempt !== undefined && !(Number.isSafeInteger(v.attempt) && v.attempt >= 1)) return false;
+  if (v.seq !== undefined && !(Number.isSafeInteger(v.seq) && v.seq >= 1)) return false;
+  if (v.headers !== undefined && !isStringMap(v.headers)) return false;
+  return isPlainMap(v.payload);
+}
+
+/**
+ * Checks a decoded frame and returns it as an envelope, or throws HermesError code 2 with
+ * the first failing field as `reason` and the schema's expectation as `expected`.
+ */
+export function parseEnvelope(value: unknown): Envelope {
+  if (isValidEnvelope(value)) return value;
+  const result = EnvelopeSchema.safeParse(value);
+  if (result.success) return result.data;
+  throw invalidEnvelopeError(result.error);
+}
+
+/** HermesError code 2 describing why a value is not an envelope. */
+export function invalidEnvelopeError(error: z.ZodError): HermesError {
+  const issue = error.issues[0]!;
+  const path = issue.path.length > 0 ? issue.path.join(".") : "(envelope)";
+  const reason = `${path}: ${issue.message}`;
+  return new HermesError(ErrorCode.INVALID_REQUEST, `invalid envelope: ${reason}`, {
+    reason,
+    expected: "a Hermes envelope map (docs/protocol.md §3)",
+  });
+}
+
+/** True for a plain map (msgpack map / JSON object): not null, not an array, not a binary or date. */
+export function isPlainMap(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== "object" || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function nonEmpty(v: unknown): boolean {
+  return typeof v === "string" && v.length > 0;
+}
+
+function optionalNonEmpty(v: unknown): boolean {
+  return v === undefined || (typeof v === "string" && v.length > 0);
+}
+
+function isStringMap(v: unknown): boolean {
+  if (!isPlainMap(v)) return false;
+  for (const key in v) if (typeof (v as Record<string, unknown>)[key] !== "string") return false;
+  return true;
+}
+
+/** Where a new envelope goes: exactly one of the three routing layers is usually set. */
+export interface Route {
+  target_agent?: string;
+  topic?: string;
+  capability?: string;
+}
+
+/** Optional fields a caller may set on a new request or event. */
+export interface EnvelopeOptions {
+  trace_id?: string;
+  context_id?: string;
+  priority?: number;
+  ttl?: number;
+  headers?: Record<string, string>;
+}
+
+/**
+ * A new request envelope. `trace_id` defaults to the new message id, which starts a flow.
+ *
+ * @example
+ * const req = createRequest("cli", { target_agent: "echo" }, { text: "hi" }, { ttl: 5000 });
+ */
+export function createRequest(source: string, route: Route, payload: Payload, options: EnvelopeOptions = {}): Envelope {
+  return build(MessageType.REQUEST, source, route, payload, options, source);
+}
+
+/** A new event envelope (fire and forget, usually on a topic). */
+export function createEvent(source: string, route: Route, payload: Payload, options: EnvelopeOptions = {}): Envelope {
+  return build(MessageType.EVENT, source, route, payload, options, undefined);
+}
+
+/**
+ * Builds an envelope with plain assignments in one fixed field order: no spreads (they cost
+ * more than the rest of the envelope on the send path), no undefined fields on the wire, and
+ * one object shape per field set, which the records codec turns into one structure.
+ */
+function build(
+  type: MessageType,
+  source: string,
+  route: Route,
+  payload: Payload,
+  options: EnvelopeOptions,
+  replyTo: string | undefined,
+): Envelope {
+  const message_id = newMessageId();
+  const env = { message_id, message_type: type, trace_id: options.trace_id ?? message_id, source_agent: source } as Envelope;
+  if (route.target_agent !== undefined) env.target_agent = route.target_agent;
+  if (route.topic !== undefined) env.topic = route.topic;
+  if (route.capability !== undefined) env.capability = route.capability;
+  if (replyTo !== undefined) env.reply_to = replyTo;
+  if (options.context_id !== undefined) env.context_id = options.context_id;
+  if (options.priority !== undefined) env.priority = options.priority;
+  env.timestamp = Date.now();
+  env.ttl = options.ttl ?? DEFAULT_TTL_MS;
+  if (options.headers !== undefined) env.headers = options.headers;
+  env.payload = payload;
+  return env;
+}
+
+/**
+ * An envelope answering `request`: same trace_id and context_id (never rewritten), addressed
+ * to its reply_to, correlated by its message_id.
+ */
+export function createReply(
+  type: typeof MessageType.RESPONSE | typeof MessageType.ERROR | typeof MessageType.PROGRESS,
+  request: Pick<Envelope, "message_id" | "trace_id" | "reply_to" | "source_agent" | "context_id" | "priority" | "ttl">,
+  source: string,
+  payload: Payload,
+): Envelope {
+  return {
+    message_id: newMessageId(),
+    message_type: type,
+    trace_id: request.trace_id,
+    source_agent: source,
+    target_agent: request.reply_to ?? request.source_agent,
+    correlation_id: request.message_id,
+    ...(request.context_id !== undefined && { context_id: request.context_id }),
+    ...(request.priority !== undefined && { priority: request.priority }),
+    timestamp: Date.now(),
+    ttl: DEFAULT_TTL_MS,
+    payload,
+  };
+}
+
+/** An error envelope answering `request` with a coded error. */
+export function createErrorReply(
+  request: Parameters<typeof createReply>[1],
+  source: string,
+  error: HermesError,
+): Envelope {
+  return createReply(MessageType.ERROR, request, source, error.toPayload());
+}
+
+/** A cancel for a request this side sent earlier. */
+export function createCancel(request: Pick<Envelope, "message_id" | "trace_id" | "target_agent" | "topic" | "capability" | "source_agent">, reason = "cancelled by sender"): Envelope {
+  return {
+    message_id: newMessageId(),
+    message_type: MessageType.CANCEL,
+    trace_id: request.trace_id,
+    source_agent: request.source_agent,
+    ...(request.target_agent !== undefined && { target_agent: request.target_agent }),
+    ...(request.topic !== undefined && { topic: request.topic }),
+    ...(request.capability !== undefined && { capability: request.capability }),
+    correlation_id: request.message_id,
+    timestamp: Date.now(),
+    ttl: DEFAULT_TTL_MS,
+    payload: { reason },
+  };
+}
+
+/**
+ * TTL arithmetic (docs/protocol.md §3). `ttl` is the remaining life in ms when the envelope
+ * left its last hop. A holder measures its own elapsed time from when it received the envelope,
+ * so no clocks need to agree across hosts.
+ */
+
+/** True when an envelope arrived with no life left. */
+export function arrivedExpired(env: Pick<Envelope, "ttl">): boolean {
+  return env.ttl <= 0;
+}
+
+/** Remaining life in ms of an envelope received at `receivedAt`, as of `now` (may be <= 0). */
+export function remainingTtl(env: Pick<Envelope, "ttl">, receivedAt: number, now: number = Date.now()): number {
+  return env.ttl - Math.max(0, now - receivedAt);
+}
+
+/** The local deadline (ms since epoch) by which an envelope received at `receivedAt` must be handled. */
+export function ttlDeadline(env: Pick<Envelope, "ttl">, receivedAt: number): number {
+  return receivedAt + env.ttl;
+}
+
+/**
+ * The envelope as a forwarder passes it on: `ttl` reduced by the time it was held, at least
+ * 1 ms per hop so a routing loop always runs out; everything else, `trace_id` above all,
+ * unchanged. Returns null when nothing is left: the caller drops it (and answers a request
+ * with code 9).
+ *
+ * @example
+ * const next = forwardEnvelope(env, receivedAt); // env.ttl 5000, held 3 ms -> next.ttl 4997
+ */
+export function forwardEnvelope<T extends Envelope>(env: T, receivedAt: number, now: number = Date.now()): T | null {
+  const ttl = env.ttl - Math.max(1, now - receivedAt);
+  if (ttl <= 0) return null;
+  const next = { ...env, ttl };
+  delete next.seq;
+  return next;
+}

@@ -1,0 +1,434 @@
+import type { Envelope } from "./envelope.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import { approximateBytes } from "./codec.ts";
+
+/**
+ * Receiver side of cumulative acknowledgement (docs/protocol.md §4). Envelopes may finish
+ * handling out of order (concurrent handlers); the ack may only cover the contiguous prefix of
+ * handled sequence numbers.
+ */
+export class AckTracker {
+  /** Highest seq such that every seq <= it has been handled. */
+  #contiguous = 0;
+  /** Highest seq already sent in an ack. */
+  #acked = 0;
+  #outOfOrder = new Set<number>();
+
+  /** Marks one envelope handled. Returns true when the ackable point moved. */
+  settle(seq: number): boolean {
+    if (seq <= this.#contiguous) return false;
+    if (seq !== this.#contiguous + 1) {
+      this.#outOfOrder.add(seq);
+      return false;
+    }
+    let next = seq;
+    if (this.#outOfOrder.size > 0) while (this.#outOfOrder.delete(next + 1)) next++;
+    this.#contiguous = next;
+    return true;
+  }
+
+  /** The seq to acknowledge now, or 0 when nothing new is ackable. */
+  takeAck(): number {
+    if (this.#contiguous === this.#acked) return 0;
+    this.#acked = this.#contiguous;
+    return this.#acked;
+  }
+
+  /** Highest contiguous handled seq. */
+  get handledThrough(): number {
+    return this.#contiguous;
+  }
+}
+
+/** The part of a Bun socket the write queue needs. */
+export interface WritableSocket {
+  /** Bytes written, possibly fewer than asked; Bun buffers nothing. -1 or 0 when it cannot write. */
+  write(data: Uint8Array): number;
+}
+
+const INITIAL_BYTES = 64 * 1024;
+/** Past this many queued bytes a flush happens at once instead of at the end of the tick. */
+const HIGH_WATER_BYTES = 256 * 1024;
+
+/**
+ * Frames written in one tick are coalesced into one buffer and flushed with one write at the
+ * end of the tick (or at once past a high-water mark). Whatever the kernel does not take is
+ * kept and resumed on `drain`, since Bun's socket.write buffers nothing.
+ */
+export class WriteQueue {
+  #socket: WritableSocket;
+  #buf = new Uint8Array(INITIAL_BYTES);
+  #start = 0;
+  #end = 0;
+  #scheduled = false;
+  #blocked = false;
+  #idle: Array<() => void> = [];
+  #beforeFlush: (() => void) | undefined;
+  #flushTask = () => {
+    this.#scheduled = false;
+    this.#beforeFlush?.();
+    this.flush();
+  };
+
+  /**
+   * `beforeFlush` runs at the end of the tick just before the coalesced write, so an owner can
+   * add a frame it deferred (the connection's cumulative ack rides along with the answers).
+   */
+  constructor(socket: WritableSocket, beforeFlush?: () => void) {
+    this.#socket = socket;
+    this.#beforeFlush = beforeFlush;
+  }
+
+  /** True when a flush is already due at the end of this tick. */
+  get scheduled(): boolean {
+    return this.#scheduled;
+  }
+
+  /** Makes sure a flush (and the beforeFlush hook) runs at the end of this tick. */
+  schedule(): void {
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(this.#flushTask);
+    }
+  }
+
+  /** Bytes waiting to be written. */
+  get pendingBytes(): number {
+    return this.#end - this.#start;
+  }
+
+  /** True while the kernel refused bytes and a drain is awaited. */
+  get blocked(): boolean {
+    return this.#blocked;
+  }
+
+  /** Queues one frame: u32be length, then the body. */
+  pushFrame(body: Uint8Array): void {
+    const length = body.length;
+    this.#reserve(length + 4);
+    const buf = this.#buf;
+    let at = this.#end;
+    buf[at] = length >>> 24;
+    buf[at + 1] = (length >>> 16) & 0xff;
+    buf[at + 2] = (length >>> 8) & 0xff;
+    buf[at + 3] = length & 0xff;
+    buf.set(body, at + 4);
+    this.#end = at + 4 + length;
+    if (this.#end - this.#start >= HIGH_WATER_BYTES) this.flush();
+    else this.schedule();
+  }
+
+  /** Writes as much as the kernel takes now. */
+  flush(): void {
+    if (this.#blocked || this.#end === this.#start) return;
+    const written = this.#socket.write(this.#buf.subarray(this.#start, this.#end));
+    if (written > 0) this.#start += written;
+    if (this.#start === this.#end) {
+      this.#start = this.#end = 0;
+      this.#notifyIdle();
+    } else {
+      this.#blocked = true;
+    }
+  }
+
+  /** Called from the socket's drain handler: the kernel has room again. */
+  onDrain(): void {
+    this.#blocked = false;
+    this.flush();
+  }
+
+  /** Resolves once every queued byte has been handed to the kernel. */
+  whenFlushed(): Promise<void> {
+    if (this.#end === this.#start) return Promise.resolve();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#idle.push(resolve);
+    this.flush();
+    return promise;
+  }
+
+  /** Drops everything (the socket is gone) and releases anyone waiting for a flush. */
+  discard(): void {
+    this.#start = this.#end = 0;
+    this.#blocked = false;
+    this.#notifyIdle();
+  }
+
+  #notifyIdle(): void {
+    if (this.#idle.length === 0) return;
+    const waiting = this.#idle;
+    this.#idle = [];
+    for (const resolve of waiting) resolve();
+  }
+
+  #reserve(bytes: number): void {
+    if (this.#end + bytes <= this.#buf.length) return;
+    const used = this.#end - this.#start;
+    if (used + bytes <= this.#buf.length && this.#start > 0) {
+      this.#buf.copyWithin(0, this.#start, this.#end);
+    } else {
+      let size = this.#buf.length * 2;
+      while (size < used + bytes) size *= 2;
+      const grown = new Uint8Array(size);
+      grown.set(this.#buf.subarray(this.#start, this.#end));
+      this.#buf = grown;
+    }
+    this.#start = 0;
+    this.#end = used;
+  }
+}
+
+/**
+ * When a connection's cumulative ack goes out: on the next data write of this event-loop turn
+ * (an answer, the caller's next request) through the write queue's beforeFlush hook, or alone
+ * on the next turn when no data goes out. One write per turn either way, and well inside the
+ * 5 ms docs/protocol.md §4 allows.
+ */
+export class AckEmitter {
+  readonly tracker = new AckTracker();
+  #writer!: WriteQueue;
+  #writeAck: (seq: number) => void;
+  #pending = false;
+  #alone = () => {
+    this.#pending = false;
+    this.flush();
+    this.#writer.flush();
+  };
+
+  /** `writeAck` queues an ack frame; call `attach` with the write queue before traffic flows. */
+  constructor(writeAck: (seq: number) => void) {
+    this.#writeAck = writeAck;
+  }
+
+  attach(writer: WriteQueue): void {
+    this.#writer = writer;
+  }
+
+  /** Marks a received seq handled and makes sure an ack follows. */
+  settle(seq: number): void {
+    if (this.tracker.settle(seq) && !this.#pending && !this.#writer.scheduled) {
+      this.#pending = true;
+      setImmediate(this.#alone);
+    }
+  }
+
+  /** Queues the ack frame now if the ackable point moved (the write queue's beforeFlush hook). */
+  flush = (): void => {
+    const seq = this.tracker.takeAck();
+    if (seq > 0) this.#writeAck(seq);
+  };
+}
+
+/** Default byte budget of a connection's unacknowledged frames, and again of what waits for credit. */
+export const DEFAULT_MAX_UNACKED_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
+ * acknowledged, in seq order, plus a backlog of envelopes waiting for credit. Never more than
+ * `window` envelopes are unacknowledged.
+ */
+export class SendWindow {
+  window: number;
+  #unacked: Envelope[] = [];
+  /** Frame bytes of each unacknowledged envelope, in step with #unacked. */
+  #unackedBytes: number[] = [];
+  #inFlightBytes = 0;
+  #head = 0;
+  /** Seq of #unacked[#head]. */
+  #firstSeq = 1;
+  #nextSeq = 1;
+  #backlog: Envelope[] = [];
+  #backlogBytes: number[] = [];
+  #backlogBytesTotal = 0;
+  #backlogHead = 0;
+
+  readonly maxBacklog: number;
+  /** Unacknowledged frame bytes past which nothing more goes out (backpressure), and the budget of the backlog. */
+  readonly maxBytes: number;
+  #settles = new Map<Envelope, number>();
+
+  constructor(window: number, maxBacklog = 100_000, maxBytes = DEFAULT_MAX_UNACKED_BYTES) {
+    this.window = window;
+    this.maxBacklog = maxBacklog;
+    this.maxBytes = maxBytes;
+  }
+
+  /** Bytes of frames sent and not yet acknowledged. */
+  get inFlightBytes(): number {
+    return this.#inFlightBytes;
+  }
+
+  /** About how many bytes the envelopes waiting for credit hold. */
+  get backlogBytes(): number {
+    return this.#backlogBytesTotal;
+  }
+
+  /** Envelopes sent and not yet acknowledged. */
+  get inFlight(): number {
+    return this.#unacked.length - this.#head;
+  }
+
+  /** Envelopes waiting for credit. */
+  get backlogged(): number {
+    return this.#backlog.length - this.#backlogHead;
+  }
+
+  /** True when one more envelope may go on the wire now: within the peer's window and the byte budget. */
+  get hasCredit(): boolean {
+    return this.inFlight < this.window && this.#inFlightBytes < this.maxBytes;
+  }
+
+  /** The seq the next envelope sent will get. */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
+  /** Records an envelope as sent in a frame of `bytes` and returns its seq. */
+  assign(env: Envelope, bytes: number): number {
+    const seq = this.#nextSeq++;
+    this.#unacked.push(env);
+    this.#unackedBytes.push(bytes);
+    this.#inFlightBytes += bytes;
+    return seq;
+  }
+
+  /**
+   * Parks an envelope until credit frees up; `settles` is a received seq to acknowledge once it
+   * goes out (an answer parked for credit holds back the ack of its request). Throws code 6
+   * when `maxBacklog` envelopes already wait.
+   */
+  defer(env: Envelope, settles?: number): void {
+    if (this.backlogged >= this.maxBacklog) {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: the peer is not acknowledging", {
+        resource: "send_backlog",
+        used: this.backlogged,
+        limit: this.maxBacklog,
+      });
+    }
+    if (this.#backlogBytesTotal >= this.maxBytes) {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: its byte budget is spent while the peer is not acknowledging", {
+        resource: "send_bytes",
+        used: this.#backlogBytesTotal,
+        limit: this.maxBytes,
+      });
+    }
+    const bytes = approximateBytes(env.payload) + 200;
+    this.#backlog.push(env);
+    this.#backlogBytes.push(bytes);
+    this.#backlogBytesTotal += bytes;
+    if (settles !== undefined) this.#settles.set(env, settles);
+  }
+
+  /** The received seq a parked envelope settles once sent (see defer), consumed on read. */
+  settlesOf(env: Envelope): number | undefined {
+    if (this.#settles.size === 0) return undefined;
+    const seq = this.#settles.get(env);
+    if (seq !== undefined) this.#settles.delete(env);
+    return seq;
+  }
+
+  /** Next parked envelope when there is credit for it, else undefined. */
+  takeDeferred(): Envelope | undefined {
+    if (this.#backlogHead >= this.#backlog.length || !this.hasCredit) return undefined;
+    const env = this.#backlog[this.#backlogHead]!;
+    this.#backlogBytesTotal -= this.#backlogBytes[this.#backlogHead]!;
+    this.#backlog[this.#backlogHead++] = undefined as unknown as Envelope;
+    if (this.#backlogHead === this.#backlog.length) {
+      this.#backlog = [];
+      this.#backlogBytes = [];
+      this.#backlogHead = 0;
+    }
+    return env;
+  }
+
+  /** Applies a cumulative ack; returns how many envelopes it released. Acks for unsent seqs are ignored. */
+  ack(seq: number, released?: (env: Envelope) => void): number {
+    const upTo = Math.min(seq, this.#nextSeq - 1);
+    const count = upTo - this.#firstSeq + 1;
+    if (count <= 0) return 0;
+    for (let i = this.#head; i < this.#head + count; i++) {
+      this.#inFlightBytes -= this.#unackedBytes[i]!;
+      released?.(this.#unacked[i]!);
+    }
+    this.#head += count;
+    this.#firstSeq += count;
+    if (this.#head === this.#unacked.length) {
+      this.#unacked = [];
+      this.#unackedBytes = [];
+      this.#head = 0;
+    } else if (this.#head > 4096 && this.#head * 2 > this.#unacked.length) {
+      this.#unacked = this.#unacked.slice(this.#head);
+      this.#unackedBytes = this.#unackedBytes.slice(this.#head);
+      this.#head = 0;
+    }
+    return count;
+  }
+
+  /** Everything not acknowledged: sent first, then the backlog; for redelivery on another connection. */
+  pending(): Envelope[] {
+    return [...this.#unacked.slice(this.#head), ...this.#backlog.slice(this.#backlogHead)];
+  }
+}
+
+/**
+ * Producers waiting on a connection's send window: for the backlog to fall to a low-water mark
+ * (`whenWritable`) or for everything to be acknowledged (`whenAcknowledged`). Woken by acks,
+ * never by polling, and all released when the connection closes.
+ */
+export class CreditWaiters {
+  #window: SendWindow;
+  #writable: Array<{ lowWater: number; resolve: () => void }> = [];
+  #acknowledged: Array<() => void> = [];
+  #closed = false;
+
+  constructor(window: SendWindow) {
+    this.#window = window;
+  }
+
+  get allAcknowledged(): boolean {
+    return this.#window.inFlight === 0 && this.#window.backlogged === 0;
+  }
+
+  whenWritable(lowWater: number): Promise<void> {
+    if (this.#closed || this.#window.backlogged <= lowWater) return Promise.resolve();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#writable.push({ lowWater, resolve });
+    return promise;
+  }
+
+  /** Resolves true when everything sent was acknowledged, false after `timeoutMs` or on close with some left. */
+  async whenAcknowledged(timeoutMs: number): Promise<boolean> {
+    if (!this.#closed && !this.allAcknowledged) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.#acknowledged.push(resolve);
+      const timer = setTimeout(resolve, timeoutMs);
+      await promise;
+      clearTimeout(timer);
+    }
+    return this.allAcknowledged;
+  }
+
+  /** Credit came back: wake whoever it satisfies. */
+  onAcked(): void {
+    if (this.#writable.length > 0) {
+      const backlog = this.#window.backlogged;
+      const waiting = this.#writable;
+      this.#writable = [];
+      for (const waiter of waiting) {
+        if (backlog <= waiter.lowWater) waiter.resolve();
+        else this.#writable.push(waiter);
+      }
+    }
+    if (this.#acknowledged.length > 0 && this.allAcknowledged) this.#releaseAcknowledged();
+  }
+
+  /** The connection closed: nobody waits any longer. */
+  close(): void {
+    this.#closed = true;
+    for (const waiter of this.#writable.splice(0)) waiter.resolve();
+    this.#releaseAcknowledged();
+  }
+
+  #releaseAcknowledged(): void {
+    for (const resolve of this.#acknowledged.splice(0)) resolve();
+  }
+}

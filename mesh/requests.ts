@@ -1,0 +1,350 @@
+import { type Envelope, type Payload, MessageType, createErrorReply, createReply, isPlainMap, createCancel, createRequest, type EnvelopeOptions, type Route, arrivedExpired, ttlDeadline } from "./envelope.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import type { Connection } from "./connection.ts";
+
+/** Options of one outgoing request's wait. */
+export interface WaitOptions {
+  /** Give up after this long (ms). */
+  timeoutMs: number;
+  /** Aborting gives up at once (code 3). */
+  signal?: AbortSignal;
+  /** Progress messages as they arrive. */
+  onProgress?: (payload: Payload, envelope: Envelope) => void;
+}
+
+interface Pending {
+  request: Envelope;
+  resolve: (response: Envelope) => void;
+  reject: (error: HermesError) => void;
+  onProgress?: WaitOptions["onProgress"];
+  timer: ReturnType<typeof setTimeout>;
+  onAbort?: () => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Requests sent and waiting for their answer, keyed by message_id. Answers may arrive on any
+ * connection (the first one broke, the request was redelivered on another): what matches is
+ * the correlation id, not the connection.
+ */
+export class PendingRequests {
+  #pending = new Map<string, Pending>();
+  /** Called when a request is given up (deadline, abort) so the peer can be told to cancel. */
+  #onGiveUp: (request: Envelope, error: HermesError) => void;
+
+  constructor(onGiveUp: (request: Envelope, error: HermesError) => void = () => {}) {
+    this.#onGiveUp = onGiveUp;
+  }
+
+  /** Requests waiting. */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /** Starts waiting for the answer to `request`; resolves with the response envelope or rejects with the coded error. */
+  wait(request: Envelope, options: WaitOptions): Promise<Envelope> {
+    const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
+    const id = request.message_id;
+    const timeoutMs = options.timeoutMs;
+    const pending: Pending = {
+      request,
+      resolve,
+      reject,
+      onProgress: options.onProgress,
+      timer: setTimeout(() => this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })), timeoutMs),
+    };
+    if (options.signal) {
+      pending.signal = options.signal;
+      pending.onAbort = () => this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs }));
+      options.signal.addEventListener("abort", pending.onAbort, { once: true });
+    }
+    this.#pending.set(id, pending);
+    return promise;
+  }
+
+  /** Applies a response, error or progress envelope; returns false when it answers nothing waiting here. */
+  handle(env: Envelope): boolean {
+    const id = env.correlation_id!;
+    switch (env.message_type) {
+      case MessageType.RESPONSE: {
+        const pending = this.#take(id);
+        pending?.resolve(env);
+        return pending !== undefined;
+      }
+      case MessageType.ERROR: {
+        const pending = this.#take(id);
+        pending?.reject(HermesError.fromWire(env));
+        return pending !== undefined;
+      }
+      case MessageType.PROGRESS: {
+        const pending = this.#pending.get(id);
+        pending?.onProgress?.(env.payload, env);
+        return pending !== undefined;
+      }
+    }
+    return false;
+  }
+
+  /** Rejects one waiting request now (and tells the peer through onGiveUp). */
+  giveUp(id: string, error: HermesError): void {
+    const pending = this.#take(id);
+    if (!pending) return;
+    this.#onGiveUp(pending.request, error);
+    pending.reject(error);
+  }
+
+  /** Rejects one waiting request without telling the peer (it never got it, or is gone). */
+  fail(id: string, error: HermesError): void {
+    this.#take(id)?.reject(error);
+  }
+
+  /** True while `id` waits for an answer. */
+  has(id: string): boolean {
+    return this.#pending.has(id);
+  }
+
+  /** Rejects every waiting request. */
+  failAll(error: HermesError): void {
+    for (const id of [...this.#pending.keys()]) this.fail(id, error);
+  }
+
+  #take(id: string): Pending | undefined {
+    const pending = this.#pending.get(id);
+    if (!pending) return undefined;
+    this.#pending.delete(id);
+    clearTimeout(pending.timer);
+    if (pending.onAbort) pending.signal!.removeEventListener("abort", pending.onAbort);
+    return pending;
+  }
+}
+
+/**
+ * One request being handled: the handler's context, and the guarantee that exactly one answer
+ * goes back (response, error, timeout or cancel, whichever comes first). The AbortController
+ * and the deadline timer cost more than the rest of a round trip, so the controller is made
+ * only when a handler reads `signal`, and the timer only when the handler goes async.
+ */
+export class ServedRequest implements RequestContext {
+  readonly deadline: number;
+  /** The request being answered. */
+  get request(): Envelope {
+    return this.#request;
+  }
+
+  /** True once an answer (of any kind) has gone. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The answer that went (response or error), once done. */
+  get answer(): Envelope | undefined {
+    return this.#answerEnvelope;
+  }
+
+  #request: Envelope;
+  #node: string;
+  #answer: (reply: Envelope) => void;
+  #sendProgress: (payload: Payload) => void;
+  #controller: AbortController | undefined;
+  #abortReason: HermesError | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #done = false;
+  #answerEnvelope: Envelope | undefined;
+
+  constructor(request: Envelope, deadline: number, answer: (reply: Envelope) => void, sendProgress: (payload: Payload) => void, node: string) {
+    this.#request = request;
+    this.deadline = deadline;
+    this.#answer = answer;
+    this.#sendProgress = sendProgress;
+    this.#node = node;
+  }
+
+  /** Aborted when the sender cancels, the ttl runs out or the connection closes. */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#abortReason) this.#controller.abort(this.#abortReason);
+    }
+    return this.#controller.signal;
+  }
+
+  progress(payload: Payload): void {
+    if (!this.#done) this.#sendProgress(payload);
+  }
+
+  /** Arms the ttl deadline: only needed once the handler has gone async. */
+  startDeadline(): void {
+    if (this.#done) return;
+    const ttl = this.#request.ttl;
+    this.#timer = setTimeout(() => {
+      this.abort(new HermesError(ErrorCode.TASK_TIMEOUT, `handler did not finish within the ttl of ${ttl} ms`, { timeout_ms: ttl }));
+    }, Math.max(0, this.deadline - Date.now()));
+  }
+
+  respond(payload: Payload): void {
+    if (!isPlainMap(payload)) {
+      this.fail(new HermesError(ErrorCode.INTERNAL, "handler returned a payload that is not a map"));
+      return;
+    }
+    this.#finish(createReply(MessageType.RESPONSE, this.#request, this.#node, payload));
+  }
+
+  fail(error: unknown): void {
+    this.#finish(createErrorReply(this.#request, this.#node, HermesError.from(error)));
+  }
+
+  /** Stops the handler (signal) and answers with `reason` now; a late result is dropped. */
+  abort(reason: HermesError): void {
+    if (this.#done) return;
+    this.#abortReason = reason;
+    // A cancelled request still gets an answer, so the sender's bookkeeping always closes.
+    this.#finish(createErrorReply(this.#request, this.#node, reason));
+    this.#controller?.abort(reason);
+  }
+
+  #finish(reply: Envelope): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#answerEnvelope = reply;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#answer(reply);
+  }
+}
+
+/** What a request handler gets besides the envelope. */
+export interface RequestContext {
+  /** Aborted when the sender cancels or the request's ttl runs out. */
+  signal: AbortSignal;
+  /** Local time (ms since epoch) by which the answer must be queued. */
+  deadline: number;
+  /** Sends a progress message to the requester. */
+  progress(payload: Payload): void;
+}
+
+/** Answers a request with a payload, or throws (HermesError keeps its code; anything else is code 7). */
+export type RequestHandler = (request: Envelope, context: RequestContext) => Payload | Promise<Payload>;
+
+/** Options of one outgoing request. */
+export interface RequestOptions extends EnvelopeOptions {
+  /** Give up after this long (default: the ttl, 60 s). The peer is sent a cancel. */
+  timeoutMs?: number;
+  /** Aborting cancels the request (a cancel goes to the peer) and rejects with code 3. */
+  signal?: AbortSignal;
+  /** Progress messages as they arrive. */
+  onProgress?: (payload: Payload, envelope: Envelope) => void;
+}
+
+
+/**
+ * Request/response, progress and cancel over one connection, in both directions: either side
+ * may send requests and serve them. Answers travel back on the connection the request came on.
+ *
+ * @example
+ * const channel = new RequestChannel(connection, "client");
+ * const reply = await channel.request({ target_agent: "echo" }, { text: "hi" }, { timeoutMs: 1000 });
+ */
+export class RequestChannel {
+  readonly connection: Connection;
+  readonly node: string;
+  /** Serves incoming requests; without one, requests are answered with code 8. */
+  handler: RequestHandler | undefined;
+  /** Incoming events. */
+  onEvent: (event: Envelope) => void = () => {};
+  #pending = new PendingRequests((request, error) => {
+    if (this.connection.isOpen) this.connection.send(createCancel(request, error.message));
+  });
+  #serving = new Map<string, ServedRequest>();
+
+  constructor(connection: Connection, node: string, handler?: RequestHandler) {
+    this.connection = connection;
+    this.node = node;
+    this.handler = handler;
+    connection.onEnvelope = (env, seq) => this.#dispatch(env, seq);
+    connection.closed.then(() => this.#failAll());
+  }
+
+  /** Sends a request and resolves with the response envelope; rejects with the coded error. */
+  request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
+    const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
+    const request = createRequest(this.node, route, payload, options);
+    request.ttl = options.ttl ?? timeoutMs;
+    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
+    try {
+      this.connection.send(request);
+    } catch (error) {
+      this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
+    }
+    return answer;
+  }
+
+  /** Sends an event (no answer expected). */
+  emit(event: Envelope): void {
+    this.connection.send(event);
+  }
+
+  /** Requests sent and not yet answered. */
+  get pendingRequests(): number {
+    return this.#pending.size;
+  }
+
+  #dispatch(env: Envelope, seq: number): void {
+    switch (env.message_type) {
+      case MessageType.REQUEST:
+        this.#serve(env, seq);
+        return;
+      case MessageType.CANCEL:
+        this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled")));
+        break;
+      case MessageType.EVENT:
+        this.onEvent(env);
+        break;
+      default:
+        this.#pending.handle(env);
+    }
+    this.connection.settle(seq);
+  }
+
+  #serve(request: Envelope, seq: number): void {
+    const receivedAt = Date.now();
+    // The request counts as handled once its answer is on the wire, so a peer that stops
+    // reading answers stops getting credit for new requests: backpressure end to end.
+    const answer = (reply: Envelope) => {
+      if (this.connection.isOpen) this.connection.send(reply, seq);
+    };
+    if (arrivedExpired(request)) {
+      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })));
+      return;
+    }
+    const handler = this.handler;
+    if (!handler) {
+      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.UNROUTABLE, `${this.node} serves no requests`, {
+        target: request.target_agent ?? request.capability ?? request.topic,
+        known: [],
+      })));
+      return;
+    }
+    const served = new ServedRequest(request, ttlDeadline(request, receivedAt), (reply) => {
+      this.#serving.delete(request.message_id);
+      answer(reply);
+    }, (payload) => {
+      if (this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
+    }, this.node);
+    this.#serving.set(request.message_id, served);
+    try {
+      const result = handler(request, served);
+      if (result instanceof Promise) {
+        served.startDeadline();
+        result.then((payload) => served.respond(payload), (error) => served.fail(error));
+      } else {
+        served.respond(result);
+      }
+    } catch (error) {
+      served.fail(error);
+    }
+  }
+
+  #failAll(): void {
+    this.#pending.failAll(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
+    for (const served of this.#serving.values()) served.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
+  }
+}
