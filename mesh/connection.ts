@@ -68,7 +68,7 @@ export class Connection {
   /** Resolves with the peer's hello once the handshake is done; rejects if the connection closes first. */
   readonly ready: Promise<Hello>;
 
-  #socket: ConnectionSocket;
+  #socket: ByteStream;
   #writer: WriteQueue;
   #decoder: FrameDecoder;
   // Plain msgpack (stateless) both ways until hello negotiates the codec.
@@ -93,7 +93,7 @@ export class Connection {
   #heldBytes = 0;
   #closeError: HermesError | undefined;
 
-  constructor(socket: ConnectionSocket, role: "dialer" | "acceptor", options: ConnectionOptions) {
+  constructor(socket: ByteStream, role: "dialer" | "acceptor", options: ConnectionOptions) {
     this.role = role;
     this.options = resolveConnectionOptions(options);
     this.#socket = socket;
@@ -541,10 +541,15 @@ export interface ConnectionOptions {
   maxUnhandledBytes?: number;
 }
 
-/** The socket operations a connection uses; Bun's TCP and Unix sockets provide them. */
-export interface ConnectionSocket {
+/**
+ * The writing end of the byte stream a connection runs on (mesh/socket-transport.ts provides
+ * it over Bun's or node:net sockets). Bun's semantics: `write` returns how many bytes it took,
+ * 0 when the stream is full; the rest waits for the stream's drain.
+ */
+export interface ByteStream {
   write(data: Uint8Array): number;
   end(): void;
+  /** Closes at once, dropping what is unsent. */
   terminate?(): void;
 }
 

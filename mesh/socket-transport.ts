@@ -1,8 +1,8 @@
 import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import { ErrorCode, HermesError } from "./errors.ts";
-import type { Socket, SocketHandler, TCPSocketListener, UnixSocketListener } from "bun";
-import { Connection, type ConnectionOptions } from "./connection.ts";
+import { createServer, connect as netConnect, type Socket } from "node:net";
+import { Connection, type ByteStream, type ConnectionOptions } from "./connection.ts";
 
 /** Where a listener listens or a dialer dials: a Unix socket path (default) or TCP. */
 export type Address = { path: string } | { host: string; port: number };
@@ -79,13 +79,144 @@ export function removeSocketFile(path: string): void {
 
 async function socketAnswers(path: string): Promise<boolean> {
   try {
-    const socket = await Bun.connect({ unix: path, socket: { data() {}, error() {} } });
-    socket.end();
+    const stream = await socketRuntime().connect({ path }, () => ({ data() {}, drain() {}, close() {} }));
+    stream.end();
     return true;
   } catch {
     return false;
   }
 }
+
+// ---- the socket adapter: the only place that knows which runtime's sockets are in use ----
+
+/** What the owner of a stream is told. */
+export interface StreamEvents {
+  data(chunk: Uint8Array): void;
+  /** The stream has room again after a short write. */
+  drain(): void;
+  close(error?: Error): void;
+}
+
+/** A listening socket of some runtime. */
+export interface SocketServer {
+  /** The TCP port bound (useful with port 0). */
+  readonly port: number | undefined;
+  /** Stops accepting; with `force`, also drops the connections still open. */
+  stop(force: boolean): void;
+}
+
+/**
+ * Listening and dialing byte streams on Unix sockets and TCP. Two implementations: Bun's
+ * (Bun.listen / Bun.connect, the fast path) and node:net (which Deno provides too). Chosen by
+ * {@link socketRuntime}.
+ */
+export interface SocketRuntime {
+  readonly name: "bun" | "node";
+  listen(address: Address, onOpen: (stream: ByteStream) => StreamEvents): SocketServer;
+  connect(address: Address, onOpen: (stream: ByteStream) => StreamEvents): Promise<ByteStream>;
+}
+
+const bunSockets: SocketRuntime = {
+  name: "bun",
+  listen(address, onOpen) {
+    const server = Bun.listen<BunSocketData>({ ...bunTarget(address), socket: bunHandlers(onOpen) } as Parameters<typeof Bun.listen<BunSocketData>>[0]);
+    return { port: "port" in server ? (server as { port: number }).port : undefined, stop: (force) => server.stop(force) };
+  },
+  async connect(address, onOpen) {
+    return await Bun.connect<BunSocketData>({ ...bunTarget(address), socket: bunHandlers(onOpen) } as Parameters<typeof Bun.connect<BunSocketData>>[0]);
+  },
+};
+
+type BunSocketData = { events?: StreamEvents };
+
+function bunTarget(address: Address): { unix: string } | { hostname: string; port: number } {
+  return "path" in address ? { unix: address.path } : { hostname: address.host, port: address.port };
+}
+
+function bunHandlers(onOpen: (stream: ByteStream) => StreamEvents) {
+  type S = { data: BunSocketData; end(): void };
+  return {
+    open(socket: S & ByteStream) {
+      socket.data = { events: onOpen(socket) };
+    },
+    data: (socket: S, chunk: Uint8Array) => socket.data.events?.data(chunk),
+    drain: (socket: S) => socket.data.events?.drain(),
+    close: (socket: S, error?: Error) => socket.data.events?.close(error),
+    error: (socket: S, error: Error) => socket.data?.events?.close(error),
+    end: (socket: S) => socket.end(),
+  };
+}
+
+/**
+ * node:net behind the same contract. Node keeps a reference to what it is given until it is
+ * flushed while the write queue reuses its buffer, so each write is copied; a full socket
+ * (writableNeedDrain) takes nothing, and 'drain' resumes the queue.
+ */
+const nodeSockets: SocketRuntime = {
+  name: "node",
+  listen(address, onOpen) {
+    const open = new Set<Socket>();
+    const server = createServer((socket) => {
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+      wireNodeSocket(socket, onOpen);
+    });
+    if ("path" in address) server.listen(address.path);
+    else server.listen(address.port, address.host);
+    return {
+      get port() {
+        const bound = server.address();
+        return typeof bound === "object" && bound ? bound.port : undefined;
+      },
+      stop(force) {
+        server.close();
+        if (force) for (const socket of open) socket.destroy();
+      },
+    };
+  },
+  connect(address, onOpen) {
+    return new Promise((resolve, reject) => {
+      const socket = "path" in address ? netConnect({ path: address.path }) : netConnect({ host: address.host, port: address.port });
+      socket.once("error", reject);
+      socket.once("connect", () => {
+        socket.off("error", reject);
+        resolve(wireNodeSocket(socket, onOpen));
+      });
+    });
+  },
+};
+
+function wireNodeSocket(socket: Socket, onOpen: (stream: ByteStream) => StreamEvents): ByteStream {
+  socket.setNoDelay?.(true);
+  const stream: ByteStream = {
+    write(data) {
+      if (socket.destroyed || socket.writableNeedDrain) return 0;
+      socket.write(Buffer.from(data));
+      return data.length;
+    },
+    end: () => socket.end(),
+    terminate: () => socket.destroy(),
+  };
+  const events = onOpen(stream);
+  let failure: Error | undefined;
+  socket.on("data", (chunk: Buffer) => events.data(chunk));
+  socket.on("drain", () => events.drain());
+  socket.on("error", (error) => (failure = error));
+  socket.on("end", () => socket.end());
+  socket.on("close", () => events.close(failure));
+  return stream;
+}
+
+/**
+ * The sockets in use: Bun's when running on Bun, node:net elsewhere (Deno) or when
+ * HERMES_SOCKET_RUNTIME=node asks for it (the conformance suite runs both).
+ */
+export function socketRuntime(): SocketRuntime {
+  if (process.env.HERMES_SOCKET_RUNTIME === "node") return nodeSockets;
+  return typeof Bun === "undefined" ? nodeSockets : bunSockets;
+}
+
+// ---- listen and dial: Connections over the socket runtime ----
 
 /** What a listener does with each connection once its handshake is done. */
 export interface ListenOptions extends ConnectionOptions {
@@ -94,8 +225,6 @@ export interface ListenOptions extends ConnectionOptions {
   /** Refuse connections beyond this many at once. Default 4096. */
   maxConnections?: number;
 }
-
-type SocketData = { connection?: Connection };
 
 /**
  * A listening endpoint (Unix socket by default, TCP behind the same interface).
@@ -109,22 +238,27 @@ type SocketData = { connection?: Connection };
 export class Listener {
   readonly address: Address;
   readonly connections = new Set<Connection>();
-  #server: UnixSocketListener<SocketData> | TCPSocketListener<SocketData>;
+  #server: SocketServer | undefined;
   #closed = false;
 
   /** @internal use {@link listen} */
-  constructor(address: Address, server: UnixSocketListener<SocketData> | TCPSocketListener<SocketData>) {
-    this.address = "path" in address ? address : { host: address.host, port: (server as TCPSocketListener<SocketData>).port };
+  constructor(address: Address) {
+    this.address = address;
+  }
+
+  /** @internal */
+  bind(server: SocketServer): void {
     this.#server = server;
+    if (!("path" in this.address) && server.port !== undefined) (this as { address: Address }).address = { host: this.address.host, port: server.port };
   }
 
   /** Stops listening, closes every connection cleanly and removes the socket file. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#server.stop(false);
+    this.#server?.stop(false);
     await Promise.all([...this.connections].map((c) => c.close()));
-    this.#server.stop(true);
+    this.#server?.stop(true);
     if ("path" in this.address) removeSocketFile(this.address.path);
   }
 
@@ -133,31 +267,15 @@ export class Listener {
   }
 }
 
-function socketHandlers(
-  role: "dialer" | "acceptor",
-  options: ConnectionOptions,
-  onOpen: (connection: Connection, socket: Socket<SocketData>) => void,
-): SocketHandler<SocketData> {
+/** A Connection on a new stream, its events wired to it. */
+function connectionOn(stream: ByteStream, role: "dialer" | "acceptor", options: ConnectionOptions): { connection: Connection; events: StreamEvents } {
+  const connection = new Connection(stream, role, options);
   return {
-    open(socket) {
-      const connection = new Connection(socket, role, options);
-      socket.data = { connection };
-      onOpen(connection, socket);
-    },
-    data(socket, chunk) {
-      socket.data.connection?.handleData(chunk);
-    },
-    drain(socket) {
-      socket.data.connection?.handleDrain();
-    },
-    close(socket, error) {
-      socket.data.connection?.handleClose(error);
-    },
-    error(socket, error) {
-      socket.data?.connection?.handleClose(error);
-    },
-    end(socket) {
-      socket.end();
+    connection,
+    events: {
+      data: (chunk) => connection.handleData(chunk),
+      drain: () => connection.handleDrain(),
+      close: (error) => connection.handleClose(error),
     },
   };
 }
@@ -165,24 +283,25 @@ function socketHandlers(
 /** Starts listening on a Unix socket path (made 0600, directory 0700, stale file replaced) or a TCP port. */
 export async function listen(address: Address, options: ListenOptions): Promise<Listener> {
   const maxConnections = options.maxConnections ?? 4096;
-  let listener: Listener | undefined;
-  const handlers = socketHandlers("acceptor", options, (connection, socket) => {
-    if (!listener || listener.connections.size >= maxConnections) {
+  const listener = new Listener(address);
+  const onOpen = (stream: ByteStream): StreamEvents => {
+    const { connection, events } = connectionOn(stream, "acceptor", options);
+    if (listener.connections.size >= maxConnections) {
       connection.destroy(new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "too many connections", { resource: "connections", limit: maxConnections }));
-      socket.end();
-      return;
+      stream.end();
+      return events;
     }
-    const own = listener;
-    own.connections.add(connection);
-    connection.closed.then(() => own.connections.delete(connection));
+    listener.connections.add(connection);
+    connection.closed.then(() => listener.connections.delete(connection));
     connection.ready.then(() => options.onConnection(connection), () => {});
-  });
+    return events;
+  };
+  const sockets = socketRuntime();
   if ("path" in address) {
     await prepareSocketPath(address.path);
-    const server = withPrivateUmask(address.path, () => Bun.listen<SocketData>({ unix: address.path, socket: handlers }));
-    listener = new Listener(address, server);
+    listener.bind(withPrivateUmask(address.path, () => sockets.listen(address, onOpen)));
   } else {
-    listener = new Listener(address, Bun.listen<SocketData>({ hostname: address.host, port: address.port, socket: handlers }));
+    listener.bind(sockets.listen(address, onOpen));
   }
   return listener;
 }
@@ -193,10 +312,12 @@ export async function listen(address: Address, options: ListenOptions): Promise<
  */
 export async function dial(address: Address, options: ConnectionOptions): Promise<Connection> {
   let connection: Connection | undefined;
-  const handlers = socketHandlers("dialer", options, (c) => (connection = c));
   try {
-    if ("path" in address) await Bun.connect<SocketData>({ unix: address.path, socket: handlers });
-    else await Bun.connect<SocketData>({ hostname: address.host, port: address.port, socket: handlers });
+    await socketRuntime().connect(address, (stream) => {
+      const opened = connectionOn(stream, "dialer", options);
+      connection = opened.connection;
+      return opened.events;
+    });
   } catch (error) {
     throw new HermesError(ErrorCode.UNAVAILABLE, `cannot connect to ${formatAddress(address)}: ${(error as Error).message}`, {
       retry_after_ms: 100,
