@@ -5,6 +5,7 @@ import { ErrorCode, HermesError } from "./errors.ts";
 import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, connectionErrorEnvelope, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, DEFAULT_MAX_UNACKED_BYTES } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
+import type { LinkEnvelopeHandler, LinkSettings, MeshLink } from "./transport.ts";
 
 /**
  * Where a connection's envelopes go. A peer may send the moment its hello is out, before the
@@ -42,7 +43,7 @@ const BIG_FRAME_BYTES = 64 * 1024;
  * ping/pong on idle links, and coded errors for bad input. Envelopes sent are kept until
  * acknowledged, so an owner can redeliver them elsewhere after a break.
  */
-export class Connection {
+export class Connection implements MeshLink {
   readonly role: "dialer" | "acceptor";
   readonly options: ResolvedConnectionOptions;
   /** Receives every valid envelope; until it is set they are held (see EnvelopeHandoff). */
@@ -504,7 +505,7 @@ export class Connection {
 }
 
 /** Settings shared by both ends of a connection. */
-export interface ConnectionOptions {
+export interface ConnectionOptions extends LinkSettings {
   /** This side's name in hello. */
   node: string;
   /** Codecs offered, preferred first; `msgpack` is always added. Default: every supported codec. */
@@ -562,7 +563,7 @@ export type ConnectionStatus =
   | { type: "closed"; error?: HermesError };
 
 /** Receives every valid envelope; call `connection.settle(seq)` once it has been handled. */
-export type EnvelopeHandler = (env: Envelope, seq: number, connection: Connection) => void;
+export type EnvelopeHandler = LinkEnvelopeHandler;
 
 /** Options with every default filled in; `codecs` always includes plain `msgpack`. */
 export type ResolvedConnectionOptions = Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;

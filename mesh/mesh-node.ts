@@ -1,12 +1,12 @@
 import { type Envelope, createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired, ttlDeadline } from "./envelope.ts";
-import type { Connection, ConnectionOptions } from "./connection.ts";
+import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
 import { DeadLetters, type DeadLetter, PeerLink } from "./peer-link.ts";
 import { PendingRequests, ServedRequest } from "./requests.ts";
 import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
-import { listen, type Listener } from "./socket-transport.ts";
+import { socketTransport } from "./socket-transport.ts";
 export type { DeadLetter } from "./peer-link.ts";
 
 /**
@@ -16,7 +16,7 @@ export type { DeadLetter } from "./peer-link.ts";
  * requester's redelivery fetches the answer from the dedupe memory.
  */
 export class ReplyPaths {
-  #byPeer = new Map<string, Set<Connection>>();
+  #byPeer = new Map<string, Set<MeshLink>>();
   #fallback: (to: string, reply: Envelope) => void;
 
   constructor(fallback: (to: string, reply: Envelope) => void) {
@@ -24,7 +24,7 @@ export class ReplyPaths {
   }
 
   /** Remembers an accepted connection under its peer's node name until it closes. */
-  track(connection: Connection): void {
+  track(connection: MeshLink): void {
     const peer = connection.peer!.node;
     let set = this.#byPeer.get(peer);
     if (!set) this.#byPeer.set(peer, (set = new Set()));
@@ -36,7 +36,7 @@ export class ReplyPaths {
   }
 
   /** Sends `reply`; `seq` (of the request on `origin`) is settled when it goes out there. */
-  send(reply: Envelope, origin?: Connection, seq?: number): void {
+  send(reply: Envelope, origin?: MeshLink, seq?: number): void {
     if (origin?.isOpen) {
       origin.send(reply, seq);
       return;
@@ -64,8 +64,10 @@ export interface InboundEvent {
 export interface MeshNodeOptions {
   /** This node's address (its name in hello and in `source_agent`). */
   address: string;
-  /** Listen here for peers (actors, subscribing clients); omit for a dial-only client. */
+  /** Listen here for peers (actors, subscribing clients); omit for a dial-only client. An endpoint of the transport: for sockets, a path. */
   socketPath?: string;
+  /** How members are reached. Default: the socket transport (Unix sockets, TCP). */
+  transport?: MeshTransport;
   /** Where names, capabilities and topics resolve (the registry snapshot). */
   routes: RouteTable & { byAddress(address: string): RegistryEntry | undefined };
   /** The scheduler's choice among candidate instances. */
@@ -115,13 +117,14 @@ export class MeshNode {
   readonly address: string;
   #options: MeshNodeOptions;
   #router: Router;
-  #listener: Listener | undefined;
+  #listener: LinkListener | undefined;
+  #transport: MeshTransport;
   #links = new Map<string, PeerLink>();
   #pending: PendingRequests;
   #serving = new Map<string, ServedRequest>();
   #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
-  #duplicates = new Map<string, Array<{ connection: Connection; seq: number }>>();
+  #duplicates = new Map<string, Array<{ connection: MeshLink; seq: number }>>();
   #replies = new ReplyPaths((to, reply) => {
     const link = this.#links.get(to);
     if (link?.connection) link.connection.send(reply);
@@ -134,6 +137,7 @@ export class MeshNode {
   private constructor(options: MeshNodeOptions) {
     this.address = options.address;
     this.#options = options;
+    this.#transport = options.transport ?? socketTransport;
     this.#router = new Router(options.routes, options.pick);
     this.#dedupe = options.dedupe ?? new DedupeCache();
     this.#pending = new PendingRequests((request, error) => this.#cancelRemote(request, error));
@@ -143,10 +147,10 @@ export class MeshNode {
   static async start(options: MeshNodeOptions): Promise<MeshNode> {
     const node = new MeshNode(options);
     if (options.socketPath) {
-      node.#listener = await listen({ path: options.socketPath }, {
+      node.#listener = await node.#transport.listen(options.socketPath, {
         ...node.#connectionOptions(),
         ...(options.token !== undefined && { requireToken: options.token }),
-        onConnection: (connection) => node.#adoptConnection(connection),
+        onLink: (link) => node.#adoptLink(link),
       });
     }
     return node;
@@ -282,7 +286,7 @@ export class MeshNode {
     this.#pending.failAll(new HermesError(ErrorCode.UNAVAILABLE, `${this.address} closed`));
   }
 
-  #connectionOptions(): ConnectionOptions {
+  #connectionOptions(): LinkSettings {
     return {
       node: this.address,
       ...(this.#options.window !== undefined && { window: this.#options.window }),
@@ -295,7 +299,8 @@ export class MeshNode {
     if (!link) {
       link = new PeerLink({
         address,
-        socketPath: () => this.#options.routes.byAddress(address)?.socket,
+        endpoint: () => this.#options.routes.byAddress(address)?.socket,
+        transport: this.#transport,
         connection: this.#connectionOptions(),
         maxAttempts: this.#options.maxAttempts,
         onEnvelope: (env, seq, connection) => this.#receive(env, seq, connection),
@@ -312,7 +317,7 @@ export class MeshNode {
     return link;
   }
 
-  #adoptConnection(connection: Connection): void {
+  #adoptLink(connection: MeshLink): void {
     this.#replies.track(connection);
     connection.onEnvelope = (env, seq) => this.#receive(env, seq, connection);
     connection.onAcknowledged = this.#answerAcknowledged;
@@ -327,7 +332,7 @@ export class MeshNode {
     if (env.message_type === MessageType.RESPONSE || env.message_type === MessageType.ERROR) this.#dedupe.releaseAnswer(env.correlation_id!);
   };
 
-  #receive(env: Envelope, seq: number, connection: Connection): void {
+  #receive(env: Envelope, seq: number, connection: MeshLink): void {
     switch (env.message_type) {
       case MessageType.RESPONSE:
       case MessageType.ERROR:
@@ -398,7 +403,7 @@ export class MeshNode {
     else done();
   }
 
-  #answered(served: ServedRequest, reply: Envelope, connection: Connection, seq: number): void {
+  #answered(served: ServedRequest, reply: Envelope, connection: MeshLink, seq: number): void {
     const id = served.request.message_id;
     this.#serving.delete(id);
     let answer = reply;
@@ -425,7 +430,7 @@ export class MeshNode {
   }
 
   /** A stored answer for a redelivery; when the way back is full the redelivery is acknowledged all the same. */
-  #sendAgain(answer: Envelope, connection: Connection, seq: number): void {
+  #sendAgain(answer: Envelope, connection: MeshLink, seq: number): void {
     try {
       this.#replies.send(answer, connection, seq);
     } catch {
@@ -440,7 +445,7 @@ export class MeshNode {
     for (const { connection, seq } of waiting) connection.settle(seq);
   }
 
-  #progress(request: Envelope, payload: Payload, connection: Connection): void {
+  #progress(request: Envelope, payload: Payload, connection: MeshLink): void {
     this.#replies.send(createReply(MessageType.PROGRESS, request, this.address, payload), connection);
   }
 

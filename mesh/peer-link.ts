@@ -1,7 +1,6 @@
 import type { Envelope } from "./envelope.ts";
 import { HermesError, ErrorCode } from "./errors.ts";
-import type { Connection, ConnectionOptions, EnvelopeHandler } from "./connection.ts";
-import { dial } from "./socket-transport.ts";
+import type { LinkEnvelopeHandler, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 
 /** An envelope that could not be delivered, kept for inspection. */
 export interface DeadLetter {
@@ -40,13 +39,15 @@ export interface PeerLinkOptions {
   /** Destination address, for errors and logs. */
   address: string;
   /** The destination's current socket path (from the registry), or undefined while unknown. */
-  socketPath: () => string | undefined;
+  endpoint: () => string | undefined;
+  /** How the destination is reached. */
+  transport: MeshTransport;
   /** Hello settings of this side. */
-  connection: ConnectionOptions;
+  connection: LinkSettings;
   /** Deliveries before an envelope is dead-lettered. Default 10 (docs/protocol.md §4). */
   maxAttempts?: number;
   /** Envelopes the peer sends back on this connection (answers to our requests, mostly). */
-  onEnvelope: EnvelopeHandler;
+  onEnvelope: LinkEnvelopeHandler;
   /** An envelope ran out of attempts. */
   onDeadLetter: (env: Envelope, error: HermesError) => void;
   /** An envelope's ttl ran out while it waited for the destination. */
@@ -70,7 +71,7 @@ export class PeerLink {
   readonly address: string;
   #options: PeerLinkOptions;
   #maxAttempts: number;
-  #connection: Connection | undefined;
+  #connection: MeshLink | undefined;
   #queue: Envelope[] = [];
   /** Local deadline (ms since epoch) of every envelope handed to this link. */
   #deadlines = new WeakMap<Envelope, number>();
@@ -87,7 +88,7 @@ export class PeerLink {
   }
 
   /** The open connection, if any. */
-  get connection(): Connection | undefined {
+  get connection(): MeshLink | undefined {
     return this.#connection?.isOpen ? this.#connection : undefined;
   }
 
@@ -102,7 +103,7 @@ export class PeerLink {
   }
 
   /** Hands an envelope to the link; it goes out now or as soon as the destination is reachable. */
-  send(env: Envelope, settles?: { connection: Connection; seq: number }): void {
+  send(env: Envelope, settles?: { connection: MeshLink; seq: number }): void {
     if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
     if (!this.#deadlines.has(env)) this.#deadlines.set(env, Date.now() + env.ttl);
     const connection = this.connection;
@@ -127,7 +128,7 @@ export class PeerLink {
   }
 
   /** Opens the connection now (e.g. to be ready before the first message). */
-  async open(): Promise<Connection> {
+  async open(): Promise<MeshLink> {
     if (this.connection) return this.connection;
     await this.#dial();
     if (!this.connection) throw this.#lastError ?? new HermesError(ErrorCode.UNAVAILABLE, `cannot reach ${this.address}`);
@@ -153,9 +154,9 @@ export class PeerLink {
     if (this.#dialing || this.#closed) return;
     this.#dialing = true;
     try {
-      const path = this.#options.socketPath();
-      if (!path) throw new HermesError(ErrorCode.UNROUTABLE, `no socket known for ${this.address}`, { target: this.address });
-      const connection = await dial({ path }, this.#options.connection);
+      const endpoint = this.#options.endpoint();
+      if (!endpoint) throw new HermesError(ErrorCode.UNROUTABLE, `no endpoint known for ${this.address}`, { target: this.address });
+      const connection = await this.#options.transport.dial(endpoint, this.#options.connection);
       if (this.#closed) {
         await connection.close();
         return;
@@ -169,7 +170,7 @@ export class PeerLink {
     }
   }
 
-  #adopt(connection: Connection): void {
+  #adopt(connection: MeshLink): void {
     this.#connection = connection;
     this.#failures = 0;
     connection.onEnvelope = this.#options.onEnvelope;
@@ -195,7 +196,7 @@ export class PeerLink {
     }
   }
 
-  #onBroken(connection: Connection): void {
+  #onBroken(connection: MeshLink): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
     this.#lastError = connection.closeError ?? new HermesError(ErrorCode.UNAVAILABLE, `connection to ${this.address} closed`);

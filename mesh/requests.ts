@@ -1,6 +1,6 @@
 import { type Envelope, type Payload, MessageType, createErrorReply, createReply, isPlainMap, createCancel, createRequest, type EnvelopeOptions, type Route, arrivedExpired, ttlDeadline } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import type { Connection } from "./connection.ts";
+import type { MeshLink } from "./transport.ts";
 
 /** Options of one outgoing request's wait. */
 export interface WaitOptions {
@@ -243,8 +243,8 @@ export interface RequestOptions extends EnvelopeOptions {
  * const channel = new RequestChannel(connection, "client");
  * const reply = await channel.request({ target_agent: "echo" }, { text: "hi" }, { timeoutMs: 1000 });
  */
-export class RequestChannel {
-  readonly connection: Connection;
+export class RequestChannel<L extends MeshLink = MeshLink> {
+  readonly connection: L;
   readonly node: string;
   /** Serves incoming requests; without one, requests are answered with code 8. */
   handler: RequestHandler | undefined;
@@ -255,7 +255,7 @@ export class RequestChannel {
   });
   #serving = new Map<string, ServedRequest>();
 
-  constructor(connection: Connection, node: string, handler?: RequestHandler) {
+  constructor(connection: L, node: string, handler?: RequestHandler) {
     this.connection = connection;
     this.node = node;
     this.handler = handler;

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { Connection, type ByteStream, type ConnectionOptions } from "./connection.ts";
+import type { MeshTransport } from "./transport.ts";
 
 /** Where a listener listens or a dialer dials: a Unix socket path (default) or TCP. */
 export type Address = { path: string } | { host: string; port: number };
@@ -327,3 +328,16 @@ export async function dial(address: Address, options: ConnectionOptions): Promis
   await connection.ready;
   return connection;
 }
+
+/**
+ * The byte-stream transport as a MeshTransport: endpoints are socket paths (or `tcp://host:port`),
+ * links are Connections.
+ *
+ * @example
+ * const link = await socketTransport.dial("/tmp/hermes-mesh-demo/echo.0.sock", { node: "client" });
+ */
+export const socketTransport: MeshTransport = {
+  name: "socket",
+  listen: (endpoint, options) => listen(parseAddress(endpoint), { ...options, onConnection: options.onLink }),
+  dial: (endpoint, options) => dial(parseAddress(endpoint), options),
+};

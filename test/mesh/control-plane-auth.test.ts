@@ -2,6 +2,7 @@
  * The control plane believes only what a member proves: attacks on a real mesh (real actor
  * processes, the real supervisor socket) by a party that can connect to supervisor.sock.
  */
+import type { Connection } from "../../mesh/connection.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { controlSocketPath } from "../../mesh/control-protocol.ts";
 import { RequestChannel } from "../../mesh/requests.ts";
@@ -12,9 +13,9 @@ import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 
 /** A raw control connection, as an attacker (or another implementation) would open one. */
-async function controlChannel(t: TestMesh, node: string): Promise<RequestChannel & AsyncDisposable> {
+async function controlChannel(t: TestMesh, node: string): Promise<RequestChannel<Connection> & AsyncDisposable> {
   const connection = await dial({ path: controlSocketPath(t.dir) }, { node });
-  const channel = new RequestChannel(connection, node) as RequestChannel & AsyncDisposable;
+  const channel = new RequestChannel(connection, node) as RequestChannel<Connection> & AsyncDisposable;
   channel[Symbol.asyncDispose] = () => connection.close();
   return channel;
 }

@@ -19,7 +19,7 @@ for (const kind of ["unix", "tcp"] as const) {
     let address: Address;
     const connections: Connection[] = [];
 
-    async function connect(options: { token?: string; codecs?: string[] } = {}): Promise<RequestChannel> {
+    async function connect(options: { token?: string; codecs?: string[] } = {}): Promise<RequestChannel<Connection>> {
       const connection = await dial(address, { node: "client", ...options });
       connections.push(connection);
       return new RequestChannel(connection, "client");
