@@ -1,9 +1,9 @@
-import { type Envelope, createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired, ttlDeadline } from "./envelope.ts";
+import { type Envelope, createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired } from "./envelope.ts";
 import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
 import { DeadLetters, type DeadLetter, PeerLink } from "./peer-link.ts";
-import { PendingRequests, ServedRequest } from "./requests.ts";
+import { newRequest, PendingRequests, ServingRequests, type RequestOptions, type ServedRequest } from "./requests.ts";
 import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
 import { socketTransport } from "./socket-transport.ts";
@@ -97,11 +97,7 @@ export interface MeshNodeOptions {
 }
 
 /** Options of a request sent through the mesh. */
-export interface MeshRequestOptions extends EnvelopeOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  onProgress?: (payload: Payload, envelope: Envelope) => void;
-}
+export type MeshRequestOptions = RequestOptions;
 
 
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
@@ -121,7 +117,7 @@ export class MeshNode {
   #transport: MeshTransport;
   #links = new Map<string, PeerLink>();
   #pending: PendingRequests;
-  #serving = new Map<string, ServedRequest>();
+  #serving: ServingRequests;
   #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
   #duplicates = new Map<string, Array<{ connection: MeshLink; seq: number }>>();
@@ -140,6 +136,7 @@ export class MeshNode {
     this.#transport = options.transport ?? socketTransport;
     this.#router = new Router(options.routes, options.pick);
     this.#dedupe = options.dedupe ?? new DedupeCache();
+    this.#serving = new ServingRequests(options.address);
     this.#pending = new PendingRequests((request, error) => this.#cancelRemote(request, error));
   }
 
@@ -177,9 +174,7 @@ export class MeshNode {
    * coded error: 8 unroutable, 3 deadline, 10 attempts exhausted, or whatever the handler answered.
    */
   request(route: Route, payload: Payload, options: MeshRequestOptions = {}): Promise<Envelope> {
-    const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
-    const request = createRequest(this.address, route, payload, options);
-    request.ttl = options.ttl ?? timeoutMs;
+    const { request, timeoutMs } = newRequest(this.address, route, payload, options);
     return this.requestEnvelope(request, { ...options, timeoutMs });
   }
 
@@ -341,7 +336,7 @@ export class MeshNode {
         connection.settle(seq);
         return;
       case MessageType.CANCEL:
-        this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled by sender")));
+        this.#serving.cancel(env);
         connection.settle(seq);
         return;
     }
@@ -365,24 +360,20 @@ export class MeshNode {
     }
     const receivedAt = Date.now();
     if (env.message_type === MessageType.REQUEST) {
-      if (arrivedExpired(env)) {
-        const reply = createErrorReply(env, this.address, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: env.ttl }));
+      const served = this.#serving.start(env, receivedAt, (reply, served) => {
+        if (served) {
+          this.#answered(served, reply, connection, seq);
+          return;
+        }
+        // Its ttl was spent on arrival: answered at once, and remembered like any answer.
         this.#dedupe.complete(id, reply);
         this.#replies.send(reply, connection, seq);
-        return;
-      }
+      }, (payload) => this.#progress(env, payload, connection));
+      if (!served) return;
       this.#dedupe.begin(id, receivedAt);
-      const served = new ServedRequest(
-        env,
-        ttlDeadline(env, receivedAt),
-        (reply) => this.#answered(served, reply, connection, seq),
-        (payload) => this.#progress(env, payload, connection),
-        this.address,
-      );
-      this.#serving.set(id, served);
       const onRequest = this.#options.onRequest;
       if (onRequest) onRequest(served);
-      else served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.address} serves no requests`, { target: this.address, known: [] }));
+      else this.#serving.refuse(served);
       return;
     }
     // An event: handled once, acknowledged when the handler says it is done.
@@ -405,7 +396,6 @@ export class MeshNode {
 
   #answered(served: ServedRequest, reply: Envelope, connection: MeshLink, seq: number): void {
     const id = served.request.message_id;
-    this.#serving.delete(id);
     let answer = reply;
     try {
       this.#replies.send(answer, connection, seq);

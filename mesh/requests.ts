@@ -193,6 +193,26 @@ export class ServedRequest implements RequestContext {
     this.#finish(createErrorReply(this.#request, this.#node, HermesError.from(error)));
   }
 
+  /**
+   * Runs the handler and answers with what it returns or throws (a HermesError keeps its code,
+   * anything else is 7). The deadline timer is armed only when the handler goes async. The one
+   * place a request handler is invoked, for the control plane and for actors alike.
+   */
+  async run(handler: () => Payload | Promise<Payload>, hooks: { beforeAnswer?(payload: Payload): void; onThrow?(error: unknown): void } = {}): Promise<void> {
+    try {
+      let result = handler();
+      if (result instanceof Promise) {
+        this.startDeadline();
+        result = await result;
+      }
+      if (!this.#done && isPlainMap(result)) hooks.beforeAnswer?.(result);
+      this.respond(result);
+    } catch (error) {
+      hooks.onThrow?.(error);
+      this.fail(error);
+    }
+  }
+
   /** Stops the handler (signal) and answers with `reason` now; a late result is dropped. */
   abort(reason: HermesError): void {
     if (this.#done) return;
@@ -236,6 +256,71 @@ export interface RequestOptions extends EnvelopeOptions {
 
 
 /**
+ * A new request envelope and how long its sender waits: the timeout defaults to the ttl (60 s),
+ * and the ttl to the timeout, so the handler gives up when the sender does.
+ */
+export function newRequest(node: string, route: Route, payload: Payload, options: RequestOptions): { request: Envelope; timeoutMs: number } {
+  const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
+  const request = createRequest(node, route, payload, options);
+  request.ttl = options.ttl ?? timeoutMs;
+  return { request, timeoutMs };
+}
+
+/**
+ * The requests a member is handling, by message_id: each gets its ServedRequest (deadline from
+ * its ttl, exactly one answer), a cancel from the sender aborts it, and a closed member aborts
+ * them all. A request that arrives with its ttl spent is answered with code 9 at once; one
+ * for a member that serves none, with code 8. Used by RequestChannel and MeshNode alike.
+ */
+export class ServingRequests {
+  readonly #node: string;
+  readonly #serving = new Map<string, ServedRequest>();
+
+  constructor(node: string) {
+    this.#node = node;
+  }
+
+  get size(): number {
+    return this.#serving.size;
+  }
+
+  /**
+   * Starts serving `request`: `answer` gets its one answer, `progress` its progress payloads.
+   * Returns undefined when it was answered at once (ttl spent).
+   */
+  start(request: Envelope, receivedAt: number, answer: (reply: Envelope, served: ServedRequest | undefined) => void, progress: (payload: Payload) => void): ServedRequest | undefined {
+    if (arrivedExpired(request)) {
+      answer(createErrorReply(request, this.#node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })), undefined);
+      return undefined;
+    }
+    const id = request.message_id;
+    const served: ServedRequest = new ServedRequest(request, ttlDeadline(request, receivedAt), (reply) => {
+      this.#serving.delete(id);
+      answer(reply, served);
+    }, progress, this.#node);
+    this.#serving.set(id, served);
+    return served;
+  }
+
+  /** Answers code 8: this member serves no requests. */
+  refuse(served: ServedRequest): void {
+    served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.#node} serves no requests`, {
+      target: served.request.target_agent ?? served.request.capability ?? served.request.topic ?? this.#node,
+      known: [],
+    }));
+  }
+
+  /** The sender's cancel envelope: the handler's signal aborts and code 3 answers it. */
+  cancel(env: Envelope, reason = "cancelled by sender"): void {
+    this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? reason)));
+  }
+
+  abortAll(error: HermesError): void {
+    for (const served of [...this.#serving.values()]) served.abort(error);
+  }
+}
+
+/**
  * Request/response, progress and cancel over one connection, in both directions: either side
  * may send requests and serve them. Answers travel back on the connection the request came on.
  *
@@ -253,21 +338,20 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   #pending = new PendingRequests((request, error) => {
     if (this.connection.isOpen) this.connection.send(createCancel(request, error.message));
   });
-  #serving = new Map<string, ServedRequest>();
+  #serving: ServingRequests;
 
   constructor(connection: L, node: string, handler?: RequestHandler) {
     this.connection = connection;
     this.node = node;
     this.handler = handler;
+    this.#serving = new ServingRequests(node);
     connection.onEnvelope = (env, seq) => this.#dispatch(env, seq);
     connection.closed.then(() => this.#failAll());
   }
 
   /** Sends a request and resolves with the response envelope; rejects with the coded error. */
   request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
-    const timeoutMs = options.timeoutMs ?? options.ttl ?? 60_000;
-    const request = createRequest(this.node, route, payload, options);
-    request.ttl = options.ttl ?? timeoutMs;
+    const { request, timeoutMs } = newRequest(this.node, route, payload, options);
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {
       this.connection.send(request);
@@ -293,7 +377,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
         this.#serve(env, seq);
         return;
       case MessageType.CANCEL:
-        this.#serving.get(env.correlation_id!)?.abort(new HermesError(ErrorCode.TASK_TIMEOUT, String(env.payload.reason ?? "cancelled")));
+        this.#serving.cancel(env, "cancelled");
         break;
       case MessageType.EVENT:
         this.onEvent(env);
@@ -305,46 +389,21 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   }
 
   #serve(request: Envelope, seq: number): void {
-    const receivedAt = Date.now();
     // The request counts as handled once its answer is on the wire, so a peer that stops
     // reading answers stops getting credit for new requests: backpressure end to end.
-    const answer = (reply: Envelope) => {
+    const served = this.#serving.start(request, Date.now(), (reply) => {
       if (this.connection.isOpen) this.connection.send(reply, seq);
-    };
-    if (arrivedExpired(request)) {
-      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })));
-      return;
-    }
-    const handler = this.handler;
-    if (!handler) {
-      answer(createErrorReply(request, this.node, new HermesError(ErrorCode.UNROUTABLE, `${this.node} serves no requests`, {
-        target: request.target_agent ?? request.capability ?? request.topic,
-        known: [],
-      })));
-      return;
-    }
-    const served = new ServedRequest(request, ttlDeadline(request, receivedAt), (reply) => {
-      this.#serving.delete(request.message_id);
-      answer(reply);
     }, (payload) => {
       if (this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
-    }, this.node);
-    this.#serving.set(request.message_id, served);
-    try {
-      const result = handler(request, served);
-      if (result instanceof Promise) {
-        served.startDeadline();
-        result.then((payload) => served.respond(payload), (error) => served.fail(error));
-      } else {
-        served.respond(result);
-      }
-    } catch (error) {
-      served.fail(error);
-    }
+    });
+    if (!served) return;
+    const handler = this.handler;
+    if (handler) void served.run(() => handler(request, served));
+    else this.#serving.refuse(served);
   }
 
   #failAll(): void {
     this.#pending.failAll(new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the answer arrived", { retry_after_ms: 100 }));
-    for (const served of this.#serving.values()) served.abort(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
+    this.#serving.abortAll(new HermesError(ErrorCode.UNAVAILABLE, "connection closed"));
   }
 }

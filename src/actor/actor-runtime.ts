@@ -21,8 +21,15 @@ interface Effects {
 
 type Work = { request: ServedRequest; event?: undefined } | { event: InboundEvent; request?: undefined };
 
-/** Who this runtime is and how it joins the mesh. */
-export interface ActorRuntimeOptions extends Omit<MeshNodeOptions, "onRequest" | "onEvent"> {
+/** What a runtime needs its mesh node to call (joinMesh passes them to the node it starts). */
+export type RuntimeNodeHandlers = Pick<MeshNodeOptions, "onRequest" | "onEvent" | "onSent" | "dedupe" | "onDelivered">;
+
+/**
+ * Who this runtime is. The node settings (socketPath, routes, pick, ...) are for `start()`
+ * without a node, which starts one itself: a runtime outside any mesh, as tests run it.
+ */
+export interface ActorRuntimeOptions extends Partial<Omit<MeshNodeOptions, keyof RuntimeNodeHandlers | "address">> {
+  address: string;
   name: string;
   instance: number;
   log: Logger;
@@ -89,17 +96,32 @@ export class ActorRuntime<State = unknown> {
     return { queueDepth: this.#mailbox.size, inFlight: this.#running, handled: this.#handled };
   }
 
-  /** Listens, runs `init`, then starts handling. Messages arriving during init wait in the mailbox. */
-  async start(): Promise<void> {
+  /** The handlers of this runtime's node: requests and events into the mailbox, the durable store's dedupe and outbox, the event log. */
+  get nodeHandlers(): RuntimeNodeHandlers {
     const durable = this.#durable;
     const events = this.#events;
-    this.#node = await MeshNode.start({
-      ...this.#options,
+    return {
       ...(events && { onSent: (env: Envelope, destinations: readonly string[]) => logSent(events, env, destinations) }),
       ...(durable && { dedupe: durable, onDelivered: (env: Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
       onRequest: (request) => this.#enqueue({ request }, request.request.priority),
       onEvent: (event) => this.#enqueue({ event }, event.envelope.priority),
-    });
+    };
+  }
+
+  /**
+   * Runs `init`, then starts handling. `node` must have been started with {@link nodeHandlers}
+   * (joinMesh does it); without one, the runtime starts its own from its options. Messages
+   * arriving during init wait in the mailbox.
+   */
+  async start(node?: MeshNode): Promise<void> {
+    const durable = this.#durable;
+    if (node) {
+      this.#node = node;
+    } else {
+      const { routes, pick } = this.#options;
+      if (!routes || !pick) throw new Error("ActorRuntime.start() without a node needs routes and pick in its options");
+      this.#node = await MeshNode.start({ ...this.#options, routes, pick, ...this.nodeHandlers });
+    }
     this.#state = (await this.definition.init?.(this.initContext)) as State;
     this.#started = true;
     // Committed before a crash, not yet acknowledged: sent again, same ids, so nothing is lost or doubled.
@@ -177,24 +199,19 @@ export class ActorRuntime<State = unknown> {
     const effects = this.#effects();
     const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline, effects?.view);
     try {
-      const result = handler(served.request, ctx);
-      let payload;
-      if (result instanceof Promise) {
-        served.startDeadline();
-        payload = await result;
-      } else {
-        payload = result;
-      }
-      // Committed with its answer (one transaction) before the answer goes. A commit the disk
-      // refuses throws code 6: answered below and recorded nowhere, so a resend runs again.
-      if (effects && !served.done && isPlainMap(payload)) {
-        this.#durable!.commit(id, effects.staged, createReply(MessageType.RESPONSE, served.request, this.#node.address, payload));
-        effects.committed = true;
-      }
-      served.respond(payload);
-    } catch (error) {
-      if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
-      served.fail(error);
+      await served.run(() => handler(served.request, ctx), {
+        // Committed with its answer (one transaction) before the answer goes. A commit the disk
+        // refuses throws code 6: answered as the handler's error and recorded nowhere, so a
+        // resend runs again.
+        beforeAnswer: (payload) => {
+          if (!effects) return;
+          this.#durable!.commit(id, effects.staged, createReply(MessageType.RESPONSE, served.request, this.#node.address, payload));
+          effects.committed = true;
+        },
+        onThrow: (error) => {
+          if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
+        },
+      });
     } finally {
       if (effects) this.#afterCommit(id, effects);
     }

@@ -1,0 +1,240 @@
+/**
+ * Joining a running mesh: the one way every member gets in, whether it is an actor instance the
+ * supervisor spawned or a program from outside the tree (connectMesh, the gateway, the
+ * workflow orchestrator's link). Connect to the supervisor's control socket, introduce
+ * yourself, keep a local copy of the registry current, start a mesh node that routes from that
+ * copy, and follow the supervisor's news so that links redial a peer the moment it is back.
+ */
+import { ControlClient } from "./control-client.ts";
+import { clientSocketPath } from "./control-protocol.ts";
+import { ErrorCode, HermesError } from "./errors.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
+import { Registry, type RegistryUpdate } from "./registry.ts";
+import { schedulerPicker } from "./routing.ts";
+import { schedulerFromEnv, type Scheduler } from "./scheduler.ts";
+
+/** The load figures an actor reports in each heartbeat. */
+export type HeartbeatLoad = Parameters<ControlClient["heartbeat"]>[0];
+
+/** What every member sets, actor or client. */
+export interface JoinBase extends Pick<MeshNodeOptions, "onRequest" | "onEvent" | "onSent" | "onDelivered" | "dedupe" | "window" | "maxAttempts"> {
+  /** The mesh's socket directory (where `supervisor.sock` is). */
+  dir: string;
+  /**
+   * This member's address: an actor's instance address (`echo`, `echo#1`), or a client's own
+   * name, which must name no actor (the supervisor refuses it with code 2 otherwise).
+   */
+  address: string;
+  /** The mesh token, when the mesh requires one (code 5 when it is wrong). */
+  token?: string;
+  /** Topic patterns this member receives events on. A client must `listen` to have any. */
+  subscriptions?: readonly string[];
+  /** Picks among instances and records outcomes. Default: the one HERMES_SCHEDULER names. */
+  scheduler?: Scheduler;
+  /** Where a failing heartbeat provider is reported. Default: standard error. */
+  log?: Logger;
+}
+
+/** An actor instance the supervisor spawned: registers with its one-time secret and reports ready. */
+export interface ActorJoin extends JoinBase {
+  kind: "actor";
+  /** The one-time registration secret it was spawned with (HERMES_SPAWN_SECRET); a wrong one is code 5. */
+  spawnSecret: string;
+  /** Capabilities its module declares, added to the mesh file's. */
+  capabilities?: readonly string[];
+  /**
+   * Runs once the node listens and before the supervisor hears "ready" (an actor's `init`).
+   * Messages arriving meanwhile wait in the node's handlers; a throw fails the join.
+   */
+  init?: (node: MeshNode) => void | Promise<void>;
+  /** The figures of each heartbeat, sent at the interval the supervisor asks for from ready on. */
+  heartbeat?: () => HeartbeatLoad;
+}
+
+/** A program outside the supervisor tree. */
+export interface ClientJoin extends JoinBase {
+  kind?: "client";
+  /**
+   * Listen at `<dir>/clients/<address>.sock` (the only place the supervisor lets a client
+   * listen), for events on its subscriptions and answers to a stable address. Default false:
+   * a dial-only member, whose answers come back on the connections it opened.
+   */
+  listen?: boolean;
+}
+
+/** How to join: as a spawned actor instance, or as a client. */
+export type JoinMeshOptions = ActorJoin | ClientJoin;
+
+/** A member of the mesh: its node, its registry view, its control connection. */
+export interface MeshMember extends AsyncDisposable {
+  readonly address: string;
+  readonly kind: "actor" | "client";
+  /** Sends, receives and routes (from `registry`). */
+  readonly node: MeshNode;
+  /** The supervisor's registry as this member sees it, kept current. */
+  readonly registry: Registry;
+  /** The connection to the supervisor (subscribe, stats, ps). */
+  readonly control: ControlClient;
+  /** Where the node listens, when it does. */
+  readonly socketPath: string | undefined;
+  /** Resolves when the supervisor connection is gone (the supervisor stopped, or close()). */
+  readonly closed: Promise<void>;
+  /** Closes the node (unanswered requests fail with code 10), then the control connection. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Joins the mesh running in `options.dir`. In order: connects to the supervisor's control
+ * socket (code 10 when no mesh runs there, 5 for a wrong token); an actor registers with its
+ * spawn secret, a client joins under its address; the registry snapshot that comes back is
+ * kept current by every later update; the node starts listening (an actor where its registry
+ * entry says, a listening client at `<dir>/clients/<address>.sock`); an actor runs `init`,
+ * reports ready and heartbeats from then on.
+ *
+ * Every member follows the registry the same way: an entry becoming healthy (a restarted
+ * actor's patch, a rejoining client's upsert, a snapshot) makes the links holding envelopes
+ * for it redial at once instead of waiting out their backoff; an entry removed (a client that
+ * left) drops its link, dead-lettering what waited for it.
+ *
+ * On any failure part-way, whatever was opened (control connection, listener and its socket
+ * file, node) is closed before the error, coded as it came, is rethrown.
+ *
+ * @example
+ * const member = await joinMesh({ dir: "/tmp/hermes-mesh-demo", address: "reporter", listen: true });
+ * const reply = await member.node.request({ target_agent: "echo" }, { text: "hi" }, { timeoutMs: 2000 });
+ * await member.close();
+ *
+ * @example
+ * // An actor process (see src/actor/actor-host.ts).
+ * const member = await joinMesh({
+ *   kind: "actor", dir, address: "echo#0", spawnSecret, capabilities: ["echo"],
+ *   onRequest: (request) => request.respond(request.request.payload),
+ *   heartbeat: () => ({ queue_depth: 0, in_flight: 0, handled: 0, dead_letters: 0 }),
+ * });
+ */
+export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
+  const { dir, address } = options;
+  if (options.kind !== "actor" && !options.listen && (options.subscriptions?.length ?? 0) > 0) {
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `client ${address} subscribes but does not listen: nothing could deliver its events`, {
+      reason: "subscriptions without a socket",
+      expected: "listen: true, or no subscriptions",
+    });
+  }
+  const registry = new Registry();
+  const scheduler = options.scheduler ?? schedulerFromEnv();
+  const token = options.token !== undefined ? { token: options.token } : {};
+  let node: MeshNode | undefined;
+  // Updates arrive from the moment the control connection opens; until the node exists there
+  // is no link to wake or drop.
+  const unfollow = registry.onUpdate((update) => {
+    if (node) follow(node, update);
+  });
+  let control: ControlClient;
+  try {
+    control = await ControlClient.connect({ dir, address, registry, ...token });
+  } catch (error) {
+    unfollow();
+    throw error;
+  }
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let socketPath: string | undefined;
+  try {
+    let heartbeatMs = 0;
+    if (options.kind === "actor") {
+      ({ heartbeatMs } = await control.register(options.spawnSecret, {
+        capabilities: options.capabilities ?? [],
+        subscriptions: options.subscriptions ?? [],
+      }));
+      // The supervisor decides where each instance listens: peers dial what its entry says.
+      socketPath = registry.byAddress(address)?.socket;
+      if (!socketPath) throw new HermesError(ErrorCode.INTERNAL, `the registry gives ${address} no socket to listen on`);
+    } else if (options.listen) {
+      socketPath = clientSocketPath(dir, address);
+    }
+    node = await MeshNode.start({
+      address,
+      socketPath,
+      routes: registry,
+      pick: schedulerPicker(scheduler, (to) => node?.inFlightTo(to) ?? 0),
+      onOutcome: (to, ok, latencyMs) => scheduler.record(to, { ok, latencyMs }),
+      ...token,
+      onRequest: options.onRequest,
+      onEvent: options.onEvent,
+      onSent: options.onSent,
+      onDelivered: options.onDelivered,
+      dedupe: options.dedupe,
+      window: options.window,
+      maxAttempts: options.maxAttempts,
+    });
+    if (options.kind === "actor") {
+      await options.init?.(node);
+      await control.ready();
+      const load = options.heartbeat;
+      if (load) {
+        const log = options.log ?? createLogger({ actor: address });
+        heartbeat = setInterval(() => {
+          try {
+            control.heartbeat(load());
+          } catch (error) {
+            log.warn("heartbeat not sent: its figures could not be read", { error: String(error) });
+          }
+        }, heartbeatMs);
+        // No heartbeat outlives the supervisor connection.
+        void control.closed.then(() => clearInterval(heartbeat));
+      }
+    } else {
+      await control.join(socketPath, options.subscriptions ?? []);
+    }
+  } catch (error) {
+    unfollow();
+    await node?.close().catch(() => {});
+    await control.close().catch(() => {});
+    throw error;
+  }
+  const joined = node;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      clearInterval(heartbeat);
+      unfollow();
+      try {
+        await joined.close();
+      } finally {
+        await control.close();
+      }
+    })());
+  return {
+    address,
+    kind: options.kind ?? "client",
+    node: joined,
+    registry,
+    control,
+    socketPath,
+    closed: control.closed,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * How a node follows the supervisor's news. Healthy: links holding envelopes for that address
+ * try now (they would otherwise wait out a backoff of up to half a second). Removed: the link
+ * and whatever still waits in it go, as dead letters.
+ */
+function follow(node: MeshNode, update: RegistryUpdate): void {
+  switch (update.type) {
+    case "upsert":
+      if (update.entry.health === "healthy") node.notifyUp(update.entry.address);
+      return;
+    case "patch":
+      if (update.changes.health === "healthy") node.notifyUp(update.address);
+      return;
+    case "snapshot":
+      for (const entry of update.entries) if (entry.health === "healthy") node.notifyUp(entry.address);
+      return;
+    case "remove":
+      node.forget(update.address);
+      return;
+  }
+}
