@@ -1,8 +1,8 @@
-import { type Envelope, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
+import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
 import { createCodec, type FrameCodec, checkPayloadDepth, SUPPORTED_CODECS, CodecName } from "./codec.ts";
 import { PROTOCOL_VERSION, type Hello, acceptHello } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, connectionErrorEnvelope, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, DEFAULT_MAX_UNACKED_BYTES } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
 import type { LinkEnvelopeHandler, LinkSettings, MeshLink } from "./transport.ts";
@@ -452,7 +452,7 @@ export class Connection implements MeshLink {
 
   /** Answers a frame with a coded error envelope (correlated when the frame had a message_id). */
   #reply(value: any, error: HermesError): void {
-    const envelope = connectionErrorEnvelope(value, error, this.options.node, this.peer?.node);
+    const envelope = createFrameError(value, this.options.node, this.peer?.node, error);
     if (this.#state === "open") this.send(envelope);
     else this.#writeControl(envelope);
   }

@@ -280,6 +280,22 @@ export function createErrorReply(
   return createReply(MessageType.ERROR, request, source, error.toPayload());
 }
 
+/**
+ * The error envelope a connection sends about a frame it refused (docs/protocol.md §9):
+ * correlated with the frame's message_id and addressed to its reply_to when the frame had them
+ * as strings (`correlation_id: ""` when it had no id). Nothing else of the refused frame is used.
+ *
+ * @example
+ * createFrameError({ message_id: "01J…", reply_to: "client" }, "echo", "client", error);
+ */
+export function createFrameError(frame: unknown, source: string, peer: string | undefined, error: HermesError): Envelope {
+  const fields = (typeof frame === "object" && frame !== null ? frame : {}) as Record<string, unknown>;
+  const correlation = typeof fields.message_id === "string" ? fields.message_id : "";
+  const trace = typeof fields.trace_id === "string" && fields.trace_id ? fields.trace_id : correlation || "connection";
+  const to = typeof fields.reply_to === "string" && fields.reply_to ? fields.reply_to : peer ?? "peer";
+  return createErrorReply({ message_id: correlation, trace_id: trace, source_agent: to, ttl: DEFAULT_TTL_MS }, source, error);
+}
+
 /** A cancel for a request this side sent earlier. */
 export function createCancel(request: Pick<Envelope, "message_id" | "trace_id" | "target_agent" | "topic" | "capability" | "source_agent">, reason = "cancelled by sender"): Envelope {
   return {

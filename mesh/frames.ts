@@ -1,6 +1,5 @@
 import { ErrorCode, HermesError } from "./errors.ts";
-import { parseEnvelope, type Envelope, MessageType, isPlainMap } from "./envelope.ts";
-import { newMessageId } from "./ids.ts";
+import { parseEnvelope, isPlainMap } from "./envelope.ts";
 import { type FrameCodec, MAX_PAYLOAD_DEPTH, CodecName } from "./codec.ts";
 
 /**
@@ -187,25 +186,6 @@ export function envelopeRejection(value: unknown): HermesError {
   } catch (error) {
     return HermesError.from(error, ErrorCode.INVALID_REQUEST);
   }
-}
-
-/**
- * The error envelope a connection sends about a frame: correlated with the frame's message_id
- * and addressed to its reply_to when it had them (`correlation_id: ""` when it had no id).
- */
-export function connectionErrorEnvelope(value: any, error: HermesError, node: string, peerNode: string | undefined): Envelope {
-  const correlation = typeof value?.message_id === "string" ? value.message_id : "";
-  return {
-    message_id: newMessageId(),
-    message_type: MessageType.ERROR,
-    trace_id: typeof value?.trace_id === "string" && value.trace_id ? value.trace_id : correlation || "connection",
-    source_agent: node,
-    target_agent: typeof value?.reply_to === "string" && value.reply_to ? value.reply_to : peerNode ?? "peer",
-    correlation_id: correlation,
-    timestamp: Date.now(),
-    ttl: 60_000,
-    payload: error.toPayload(),
-  };
 }
 
 /** Code 6 for a peer that sent more unacknowledged envelopes than this side's window allows. */

@@ -1,4 +1,4 @@
-import { type Envelope, createCancel, createErrorReply, createEvent, createReply, createRequest, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired } from "./envelope.ts";
+import { type Envelope, createCancel, createErrorReply, createEvent, createReply, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired } from "./envelope.ts";
 import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";

@@ -1,4 +1,4 @@
-import type { Envelope } from "./envelope.ts";
+import { remainingTtl, type Envelope } from "./envelope.ts";
 import { HermesError, ErrorCode } from "./errors.ts";
 import type { LinkEnvelopeHandler, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 
@@ -74,7 +74,7 @@ export class PeerLink {
   #connection: MeshLink | undefined;
   #queue: Envelope[] = [];
   /** Local deadline (ms since epoch) of every envelope handed to this link. */
-  #deadlines = new WeakMap<Envelope, number>();
+  #held = new WeakMap<Envelope, { ttl: number; since: number }>();
   #dialing = false;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #failures = 0;
@@ -105,7 +105,7 @@ export class PeerLink {
   /** Hands an envelope to the link; it goes out now or as soon as the destination is reachable. */
   send(env: Envelope, settles?: { connection: MeshLink; seq: number }): void {
     if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
-    if (!this.#deadlines.has(env)) this.#deadlines.set(env, Date.now() + env.ttl);
+    if (!this.#held.has(env)) this.#held.set(env, { ttl: env.ttl, since: Date.now() });
     const connection = this.connection;
     if (connection) {
       connection.send(env);
@@ -181,7 +181,7 @@ export class PeerLink {
     this.#queue = [];
     const now = Date.now();
     for (const env of queue) {
-      const remaining = (this.#deadlines.get(env) ?? now + env.ttl) - now;
+      const remaining = this.#remaining(env, now);
       if (remaining <= 0) {
         this.#options.onExpired(env);
         continue;
@@ -230,11 +230,17 @@ export class PeerLink {
     }, delay);
   }
 
+  /** The life an envelope has left after waiting here since it was handed over (the ttl it is resent with). */
+  #remaining(env: Envelope, now: number): number {
+    const held = this.#held.get(env);
+    return held ? remainingTtl(held, held.since, now) : env.ttl;
+  }
+
   #purgeExpired(): void {
     const now = Date.now();
     const alive: Envelope[] = [];
     for (const env of this.#queue) {
-      if ((this.#deadlines.get(env) ?? Infinity) <= now) this.#options.onExpired(env);
+      if (this.#remaining(env, now) <= 0) this.#options.onExpired(env);
       else alive.push(env);
     }
     this.#queue = alive;

@@ -1,8 +1,5 @@
-import { ControlClient } from "../../mesh/control-client.ts";
-import { actorAddress, actorSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
-import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import { actorAddress } from "../../mesh/control-protocol.ts";
+import { joinMesh, type MeshMember } from "../../mesh/join.ts";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
@@ -50,61 +47,57 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const spawnSecret = process.env.HERMES_SPAWN_SECRET ?? "";
   delete process.env.HERMES_SPAWN_SECRET;
   const definition = await loadDefinition(options.module);
-  const registry = new Registry();
-  const scheduler = schedulerFromEnv();
   const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;
   const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address });
-  const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
   const runtime: ActorRuntime<unknown> = new ActorRuntime(definition, {
     name: options.name,
     instance: options.instance,
     address,
-    socketPath: actorSocketPath(options.dir, options.name, options.instance, options.pool),
-    routes: registry,
-    pick: schedulerPicker(scheduler, (address): number => runtime.node?.inFlightTo(address) ?? 0),
-    onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
     log,
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
-    ...(options.window !== undefined && { window: options.window }),
-    ...(options.token !== undefined && { token: options.token }),
     ...(durable && { durable }),
     ...(events && { events }),
   });
-  // A peer coming back up: links holding envelopes for it redial at once.
-  registry.onUpdate((update) => {
-    if (update.type === "remove") runtime.node?.forget(update.address);
-    if ((update.type === "patch" && update.changes.health === "healthy") || (update.type === "upsert" && update.entry.health === "healthy")) {
-      runtime.node?.notifyUp(update.type === "patch" ? update.address : update.entry.address);
-    }
-  });
-  const { heartbeatMs } = await control.register(spawnSecret, {
-    capabilities: definition.capabilities ?? [],
-    subscriptions: definition.subscribe ?? [],
-  });
-  await runtime.start();
-  await control.ready();
+  let member: MeshMember;
+  try {
+    member = await joinMesh({
+      kind: "actor",
+      dir: options.dir,
+      address,
+      spawnSecret,
+      capabilities: definition.capabilities ?? [],
+      subscriptions: definition.subscribe ?? [],
+      ...(options.token !== undefined && { token: options.token }),
+      ...(options.window !== undefined && { window: options.window }),
+      ...runtime.nodeHandlers,
+      init: (node) => runtime.start(node),
+      heartbeat: () => {
+        const load = runtime.load;
+        return {
+          queue_depth: load.queueDepth,
+          in_flight: load.inFlight,
+          handled: load.handled,
+          dead_letters: runtime.node.deadLetters().length,
+          stats: { ...runtime.metrics.snapshot() },
+        };
+      },
+      log,
+    });
+  } catch (error) {
+    durable?.close();
+    await events?.close();
+    throw error;
+  }
   // The supervisor starts the next sibling once it reads this line (OTP: start returns after init).
   process.stdout.write("hermes-mesh:ready\n");
-
-  const heartbeat = setInterval(() => {
-    const load = runtime.load;
-    control.heartbeat({
-      queue_depth: load.queueDepth,
-      in_flight: load.inFlight,
-      handled: load.handled,
-      dead_letters: runtime.node.deadLetters().length,
-      stats: { ...runtime.metrics.snapshot() },
-    });
-  }, heartbeatMs);
 
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    clearInterval(heartbeat);
     try {
       await runtime.stop(options.shutdownMs ?? 5000);
-      await control.close();
+      await member.close();
       await events?.close();
     } finally {
       process.exit(code);
@@ -112,7 +105,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   };
   process.on("SIGTERM", () => void stop(0));
   process.on("SIGINT", () => {});
-  control.closed.then(() => {
+  member.closed.then(() => {
     if (!stopping) log.warn("supervisor connection lost: exiting");
     void stop(1);
   });

@@ -1,6 +1,6 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
 import type { ServedRequest } from "../../mesh/requests.ts";
-import { createReply, isPlainMap, MessageType, type Envelope } from "../../mesh/envelope.ts";
+import { createReply, MessageType, type Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
 import { memoryStore, stagedStore, type ActorStore } from "./actor-store.ts";

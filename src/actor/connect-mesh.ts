@@ -1,9 +1,6 @@
-import { ControlClient } from "../../mesh/control-client.ts";
-import { clientSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
-import { MeshNode, type DeadLetter, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
-import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import { joinMesh } from "../../mesh/join.ts";
+import type { DeadLetter, MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import type { Registry } from "../../mesh/registry.ts";
 import { topicMatches } from "../../mesh/topics.ts";
 import type { EnvelopeOptions, Envelope, Payload } from "../../mesh/envelope.ts";
 import { newMessageId } from "../../mesh/ids.ts";
@@ -40,7 +37,8 @@ export interface ConnectMeshOptions {
 /**
  * Joins a running mesh from outside its supervisor tree (a script, a test, the CLI): requests,
  * events and topic subscriptions, routed peer to peer like an actor's, with the same delivery
- * guarantees. Rejects with code 10 when no mesh runs in `dir`.
+ * guarantees. Rejects with code 10 when no mesh runs in `dir`, 5 for a wrong token; a failed
+ * connect leaves nothing behind (no socket file, no open handle).
  *
  * @example
  * const mesh = await connectMesh({ dir: "/tmp/hermes-mesh-demo" });
@@ -49,43 +47,28 @@ export interface ConnectMeshOptions {
  */
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
-  const registry = new Registry();
-  const scheduler = schedulerFromEnv();
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
-  const control = await ControlClient.connect({ dir: options.dir, address, registry, ...(options.token !== undefined && { token: options.token }) });
-  const socketPath = clientSocketPath(options.dir, address);
-  let node: MeshNode;
-  try {
-    node = await MeshNode.start({
-      address,
-      socketPath,
-      routes: registry,
-      pick: schedulerPicker(scheduler, (address) => node?.inFlightTo(address) ?? 0),
-      onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
-      ...(options.token !== undefined && { token: options.token }),
-      onEvent: ({ envelope, done }) => {
-        try {
-          for (const [pattern, handlers] of subscriptions) {
-            if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
-          }
-        } finally {
-          done();
+  // It listens: events on its subscriptions are delivered to it.
+  const member = await joinMesh({
+    dir: options.dir,
+    address,
+    listen: true,
+    ...(options.token !== undefined && { token: options.token }),
+    onEvent: ({ envelope, done }) => {
+      try {
+        for (const [pattern, handlers] of subscriptions) {
+          if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
         }
-      },
-    });
-    registry.onUpdate((update) => {
-      if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
-      if (update.type === "remove") node.forget(update.address);
-    });
-    await control.join(socketPath, []);
-  } catch (error) {
-    await control.close();
-    throw error;
-  }
+      } finally {
+        done();
+      }
+    },
+  });
+  const { node, control } = member;
   const patterns = () => [...subscriptions.keys()];
   return {
     address,
-    registry,
+    registry: member.registry,
     request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
     send: (to, payload, eventOptions) => void node.emit(toRoute(to), payload, eventOptions),
     publish: (topic, payload, eventOptions) => node.publish(topic, payload, eventOptions),
@@ -101,9 +84,6 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
         await control.subscribe(patterns());
       };
     },
-    async close() {
-      await node.close();
-      await control.close();
-    },
+    close: () => member.close(),
   };
 }

@@ -11,11 +11,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { websocket } from "hono/bun";
-import { ControlClient } from "../../mesh/control-client.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
-import { MeshNode } from "../../mesh/mesh-node.ts";
-import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import { joinMesh } from "../../mesh/join.ts";
 import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-transport.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { isLoopback } from "./access-policy.ts";
@@ -39,22 +35,9 @@ async function main(): Promise<void> {
   if (!values.dir) throw new Error("gateway: --dir is required");
   const dir = values.dir;
   const meshToken = process.env.HERMES_MESH_TOKEN || undefined;
-  const registry = new Registry();
-  const control = await ControlClient.connect({ dir, address: ADDRESS, registry, ...(meshToken && { token: meshToken }) });
-  const scheduler = schedulerFromEnv();
-  let node: MeshNode | undefined;
-  node = await MeshNode.start({
-    address: ADDRESS,
-    routes: registry,
-    pick: schedulerPicker(scheduler, (address) => node?.inFlightTo(address) ?? 0),
-    onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
-    ...(meshToken && { token: meshToken }),
-  });
-  registry.onUpdate((update) => {
-    if (update.type === "patch" && update.changes.health === "healthy") node.notifyUp(update.address);
-    if (update.type === "remove") node.forget(update.address);
-  });
-  await control.join(undefined, []);
+  // Dial-only: answers come back on the connections the gateway opens.
+  const member = await joinMesh({ dir, address: ADDRESS, ...(meshToken && { token: meshToken }) });
+  const { node, registry, control } = member;
   const events = process.env.HERMES_EVENTS === "0" ? undefined : new EventLog(join(dir, "logs", "gateway.jsonl"), { actor: ADDRESS });
   const token = process.env.HERMES_GATEWAY_TOKEN || undefined;
   const stats = async () => ((await control.stats()).stats ?? {}) as Record<string, never>;
@@ -99,14 +82,13 @@ async function main(): Promise<void> {
     history.stop();
     await Promise.allSettled([tcp.stop(), unix.stop()]);
     removeSocketFile(socket);
-    await node.close();
-    await control.close();
+    await member.close();
     await events?.close();
     process.exit(code);
   };
   process.on("SIGTERM", () => void stop(0));
   process.on("SIGINT", () => {});
-  control.closed.then(() => void stop(1));
+  member.closed.then(() => void stop(1));
 }
 
 main().catch((error) => {

@@ -1,9 +1,6 @@
-import { ControlClient } from "../../mesh/control-client.ts";
-import { clientSocketPath } from "../../mesh/control-protocol.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
-import { MeshNode, type MeshRequestOptions } from "../../mesh/mesh-node.ts";
-import { Registry } from "../../mesh/registry.ts";
-import { schedulerFromEnv } from "../../mesh/scheduler.ts";
+import { joinMesh, type MeshMember } from "../../mesh/join.ts";
+import type { MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import type { Registry } from "../../mesh/registry.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import type { Providers } from "./workflow-providers.ts";
@@ -35,46 +32,27 @@ export interface WorkflowLinkOptions {
 export class WorkflowLink {
   readonly address: string;
   readonly registry: Registry;
-  #node: MeshNode;
-  #control: ControlClient;
+  #member: MeshMember;
 
-  private constructor(address: string, registry: Registry, node: MeshNode, control: ControlClient) {
-    this.address = address;
-    this.registry = registry;
-    this.#node = node;
-    this.#control = control;
+  private constructor(member: MeshMember) {
+    this.address = member.address;
+    this.registry = member.registry;
+    this.#member = member;
   }
 
   static async open(options: WorkflowLinkOptions): Promise<WorkflowLink> {
-    const registry = new Registry();
-    const scheduler = schedulerFromEnv();
-    const token = options.token !== undefined ? { token: options.token } : {};
-    const socketPath = clientSocketPath(options.dir, options.address);
     const deadline = Date.now() + (options.joinTimeoutMs ?? 10_000);
     for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
-      const control = await ControlClient.connect({ dir: options.dir, address: options.address, registry, ...token });
-      let node: MeshNode | undefined;
       try {
-        node = await MeshNode.start({
+        // It listens: a node still running when the orchestrator was killed answers to this address.
+        return new WorkflowLink(await joinMesh({
+          dir: options.dir,
           address: options.address,
-          socketPath,
-          routes: registry,
-          pick: schedulerPicker(scheduler, (address) => node?.inFlightTo(address) ?? 0),
-          onOutcome: (address, ok, latencyMs) => scheduler.record(address, { ok, latencyMs }),
+          listen: true,
+          ...(options.token !== undefined && { token: options.token }),
           ...(options.onSent && { onSent: options.onSent }),
-          ...token,
-        });
-        registry.onUpdate((update) => {
-          if (update.type === "remove") node?.forget(update.address);
-          if ((update.type === "patch" && update.changes.health === "healthy") || (update.type === "upsert" && update.entry.health === "healthy")) {
-            node?.notifyUp(update.type === "patch" ? update.address : update.entry.address);
-          }
-        });
-        await control.join(socketPath, []);
-        return new WorkflowLink(options.address, registry, node, control);
+        }));
       } catch (error) {
-        await node?.close();
-        await control.close();
         // After a kill -9 the supervisor may not yet have dropped the old registration.
         const taken = error instanceof HermesError && /is taken/.test(error.message);
         if (!taken || Date.now() > deadline) throw error;
@@ -85,7 +63,7 @@ export class WorkflowLink {
 
   /** Sends a prebuilt request envelope (its `reply_to` must be this link's address) and waits for the answer. */
   request(envelope: Envelope, options: Pick<MeshRequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
-    return this.#node.requestEnvelope(envelope, options);
+    return this.#member.node.requestEnvelope(envelope, options);
   }
 
   /**
@@ -95,7 +73,7 @@ export class WorkflowLink {
    * Throws code 8 when nothing can take it.
    */
   pin(envelope: Envelope): void {
-    const [address] = this.#node.resolve(envelope);
+    const [address] = this.#member.node.resolve(envelope);
     envelope.target_agent = address;
   }
 
@@ -110,8 +88,7 @@ export class WorkflowLink {
     };
   }
 
-  async close(): Promise<void> {
-    await this.#node.close();
-    await this.#control.close();
+  close(): Promise<void> {
+    return this.#member.close();
   }
 }
