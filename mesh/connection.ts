@@ -1,11 +1,11 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { createCodec, type FrameCodec, checkPayloadDepth, SUPPORTED_CODECS, CodecName } from "./codec.ts";
-import { PROTOCOL_VERSION, type Hello, acceptHello } from "./handshake.ts";
+import { createCodec, type FrameCodec, checkPayloadDepth, CodecName } from "./codec.ts";
+import { PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
-import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, DEFAULT_MAX_UNACKED_BYTES } from "./flow-control.ts";
+import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
-import type { LinkEnvelopeHandler, LinkSettings, MeshLink } from "./transport.ts";
+import type { LinkEnvelopeHandler, MeshLink } from "./transport.ts";
 
 /**
  * Where a connection's envelopes go. A peer may send the moment its hello is out, before the
@@ -504,44 +504,6 @@ export class Connection implements MeshLink {
   }
 }
 
-/** Settings shared by both ends of a connection. */
-export interface ConnectionOptions extends LinkSettings {
-  /** This side's name in hello. */
-  node: string;
-  /** Codecs offered, preferred first; `msgpack` is always added. Default: every supported codec. */
-  codecs?: readonly string[];
-  /** Unacknowledged envelopes this side accepts from the peer. Default 4096 (measured: bench stream; 1024 costs about a fifth of the throughput). */
-  window?: number;
-  /** Token sent in hello (dialing side). */
-  token?: string;
-  /** Token the peer must present (accepting side); a missing or wrong one gets code 5 and a close. */
-  requireToken?: string;
-  /** Largest frame body accepted. Default 16 MiB. */
-  maxFrameBytes?: number;
-  /** Send a ping after this long without traffic. Default 5000 ms. */
-  pingIntervalMs?: number;
-  /** Close when the peer's hello has not arrived after this long. Default 5000 ms. */
-  helloTimeoutMs?: number;
-  /** Close when a started frame is not complete after this long (slow-loris guard). Default 30000 ms. */
-  frameTimeoutMs?: number;
-  /** Close after this many undecodable or invalid frames. Default 16. */
-  maxBadFrames?: number;
-  /** Most envelopes that may wait for credit before send() refuses with code 6. Default 100000. */
-  maxBacklog?: number;
-  /**
-   * Byte budget of sending: past this many unacknowledged frame bytes nothing more goes out
-   * (backpressure), and once the envelopes waiting for credit hold as much, send() refuses with
-   * code 6 (`send_bytes`). Default 16 MiB.
-   */
-  maxUnackedBytes?: number;
-  /**
-   * Byte budget of receiving: large envelopes (64 KiB and more) received and not yet handled
-   * hold at most this much; one more is answered with code 6 (`receive_bytes`). Default 32 MiB,
-   * above a well-behaved sender's maxUnackedBytes plus one frame.
-   */
-  maxUnhandledBytes?: number;
-}
-
 /**
  * The writing end of the byte stream a connection runs on (mesh/socket-transport.ts provides
  * it over Bun's or node:net sockets). Bun's semantics: `write` returns how many bytes it took,
@@ -564,25 +526,3 @@ export type ConnectionStatus =
 
 /** Receives every valid envelope; call `connection.settle(seq)` once it has been handled. */
 export type EnvelopeHandler = LinkEnvelopeHandler;
-
-/** Options with every default filled in; `codecs` always includes plain `msgpack`. */
-export type ResolvedConnectionOptions = Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;
-
-/** Fills in the defaults of a connection's options. */
-export function resolveConnectionOptions(options: ConnectionOptions): ResolvedConnectionOptions {
-  const codecs = [...(options.codecs ?? SUPPORTED_CODECS)];
-  if (!codecs.includes(CodecName.MSGPACK)) codecs.push(CodecName.MSGPACK);
-  return {
-    window: 4096,
-    maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-    pingIntervalMs: 5000,
-    helloTimeoutMs: 5000,
-    frameTimeoutMs: 30_000,
-    maxBadFrames: 16,
-    maxBacklog: 100_000,
-    maxUnackedBytes: DEFAULT_MAX_UNACKED_BYTES,
-    maxUnhandledBytes: 32 * 1024 * 1024,
-    ...options,
-    codecs,
-  };
-}

@@ -1,12 +1,12 @@
 import { type Envelope, createCancel, createErrorReply, createEvent, createReply, type EnvelopeOptions, type Route, type Payload, MessageType, arrivedExpired } from "./envelope.ts";
 import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
+import { socketTransport } from "./socket-transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
 import { DeadLetters, type DeadLetter, PeerLink } from "./peer-link.ts";
 import { newRequest, PendingRequests, ServingRequests, type RequestOptions, type ServedRequest } from "./requests.ts";
 import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
-import { socketTransport } from "./socket-transport.ts";
 export type { DeadLetter } from "./peer-link.ts";
 
 /**

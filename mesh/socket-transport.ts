@@ -2,7 +2,8 @@ import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { createServer, connect as netConnect, type Socket } from "node:net";
-import { Connection, type ByteStream, type ConnectionOptions } from "./connection.ts";
+import { Connection, type ByteStream } from "./connection.ts";
+import type { ConnectionOptions } from "./handshake.ts";
 import type { MeshTransport } from "./transport.ts";
 
 /** Where a listener listens or a dialer dials: a Unix socket path (default) or TCP. */
