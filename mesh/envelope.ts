@@ -7,7 +7,12 @@ import { newMessageId } from "./ids.ts";
  * `msg_type` codes of the HTTP meta/payload binding (section 7).
  */
 
-/** Types an envelope may carry. */
+/**
+ * Types an envelope may carry.
+ *
+ * @example
+ * if (env.message_type === MessageType.PROGRESS) console.log(env.payload);
+ */
 export const MessageType = {
   REQUEST: "request",
   RESPONSE: "response",

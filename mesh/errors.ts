@@ -2,6 +2,9 @@
 /**
  * The closed set of Hermes error codes (docs/protocol.md §6). Never extended: detail goes
  * into the error payload instead.
+ *
+ * @example
+ * throw new HermesError(ErrorCode.INVALID_REQUEST, "expression is missing", { field: "expression" });
  */
 export const ErrorCode = {
   SUCCESS: 0,

@@ -33,6 +33,7 @@ export interface RunningMesh {
   gateway?: { url: string; socket: string };
 }
 
+/** How startMesh runs a mesh file: where its sockets go, the gateway, logging and event hooks. */
 export interface StartMeshOptions {
   /** Socket directory; default: the mesh file's `dir`, else `<tmp>/hermes-mesh-<name>`. */
   dir?: string;

@@ -107,6 +107,7 @@ export const WorkflowFileSchema = strictMap({
   output: z.unknown().optional(),
 });
 
+/** A workflow file as loaded and validated (nodes, edges, output), the input of the engine. */
 export type WorkflowFile = z.output<typeof WorkflowFileSchema>;
 export type WorkflowNodeSpec = z.output<typeof WorkflowNodeSchema>;
 export type RetryPolicy = { max: number; backoff_ms: number; factor: number; max_backoff_ms: number };

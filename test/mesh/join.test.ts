@@ -1,0 +1,254 @@
+/**
+ * joinMesh, the one way into a mesh: a failed join leaves nothing behind (checked in a child
+ * process that must exit on its own), and every kind of joiner redials a peer the moment the
+ * registry says it is back.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { connectMesh } from "../../src/actor/connect-mesh.ts";
+import { clientSocketPath } from "../../mesh/control-protocol.ts";
+import { ControlServer } from "../../mesh/control-server.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { joinMesh, type MeshMember } from "../../mesh/join.ts";
+import { createLogger } from "../../mesh/logger.ts";
+import { MeshNode } from "../../mesh/mesh-node.ts";
+import { Registry, type RegistryEntry } from "../../mesh/registry.ts";
+import { schedulerPicker } from "../../mesh/routing.ts";
+import { Scheduler } from "../../mesh/scheduler.ts";
+import { spawnBun, tempDir, waitFor } from "../helpers.ts";
+import { startTestMesh } from "../actor/mesh-harness.ts";
+
+const FIXTURE = join(import.meta.dir, "join-fixture.ts");
+const quiet = createLogger({}, () => {});
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Runs the fixture; it must exit by itself within the deadline. Returns what it printed. */
+async function tryConnect(dir: string, name: string, token?: string): Promise<string[]> {
+  await using script = spawnBun(FIXTURE, [dir, name, ...(token ? [token] : [])]);
+  const exited = await Promise.race([script.proc.exited.then(() => true), Bun.sleep(15_000).then(() => false)]);
+  expect(exited).toBe(true); // false: something it opened is still keeping it alive
+  expect(script.proc.exitCode).toBe(0);
+  return script.lines;
+}
+
+/** Socket files clients left in `<dir>/clients`. */
+function clientSockets(dir: string): string[] {
+  const clients = join(dir, "clients");
+  return existsSync(clients) ? readdirSync(clients) : [];
+}
+
+describe("a failed join leaves nothing behind", () => {
+  test("connectMesh where no mesh runs: code 10, no socket file, and the script exits on its own", async () => {
+    using dir = tempDir();
+    expect(await tryConnect(dir.path, "script")).toEqual(["rejected 10"]);
+    expect(clientSockets(dir.path)).toEqual([]);
+  }, 30_000);
+
+  test("a wrong token (code 5) and a refused join after the node listened (code 2) leak nothing; a good join then works", async () => {
+    process.env.HM_JOIN_TEST_TOKEN = "the-right-token";
+    await using t = await startTestMesh(`
+mesh:
+  name: join-leaks
+  token_env: HM_JOIN_TEST_TOKEN
+supervisor:
+  children:
+    - actor: echo
+      module: {ACTORS}/echo.ts
+`);
+    expect(await tryConnect(t.dir, "script", "a-wrong-token")).toEqual(["rejected 5"]);
+    expect(clientSockets(t.dir)).toEqual([]);
+    // The supervisor refuses the address only once the node listens on <dir>/clients/<address>.sock.
+    expect(await tryConnect(t.dir, "not a name", "the-right-token")).toEqual(["rejected 2"]);
+    expect(clientSockets(t.dir)).toEqual([]);
+    expect(await tryConnect(t.dir, "script", "the-right-token")).toEqual(["joined"]);
+    expect(clientSockets(t.dir)).toEqual([]);
+    expect(t.mesh.registry.snapshot().filter((e) => e.kind === "client")).toEqual([]);
+  }, 60_000);
+});
+
+/** A supervisor's control plane with a registry the test drives by hand. */
+async function controlPlane() {
+  const dir = tempDir();
+  cleanups.push(() => dir[Symbol.dispose]());
+  const registry = new Registry();
+  const server = await ControlServer.start({ dir: dir.path, meshName: "join-test", registry, heartbeatMs: 1000, onHung: () => {}, log: quiet });
+  cleanups.push(() => server.close());
+  return { dir: dir.path, registry, server };
+}
+
+function actorEntry(dir: string, address: string, health: RegistryEntry["health"]): RegistryEntry {
+  return {
+    name: address, instance: 0, address, id: `id-${address}`, socket: join(dir, `${address}.sock`), capabilities: [], subscriptions: [],
+    health, kind: "actor", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
+  };
+}
+
+/** The ways into the mesh, each sending one request to `svc`. */
+const JOINERS: Record<string, (plane: Awaited<ReturnType<typeof controlPlane>>) => Promise<{ request(): Promise<unknown>; close(): Promise<void> }>> = {
+  "connectMesh (a listening client)": async ({ dir }) => {
+    const client = await connectMesh({ dir, name: "script" });
+    return { request: () => client.request("svc", {}, { timeoutMs: 10_000 }), close: () => client.close() };
+  },
+  "a dial-only client, as the gateway joins": async ({ dir }) => {
+    const member = await joinMesh({ dir, address: "gateway" });
+    return { request: () => member.node.request({ target_agent: "svc" }, {}, { timeoutMs: 10_000 }), close: () => member.close() };
+  },
+  "an actor instance, as the actor host joins": async ({ dir, registry, server }) => {
+    registry.upsert(actorEntry(dir, "caller", "starting"));
+    server.expectSpawn("caller", "caller-secret");
+    const member = await joinMesh({ kind: "actor", dir, address: "caller", spawnSecret: "caller-secret" });
+    return { request: () => member.node.request({ target_agent: "svc" }, {}, { timeoutMs: 10_000 }), close: () => member.close() };
+  },
+};
+
+describe("every joiner redials a peer as soon as the registry says it is back", () => {
+  for (const [who, open] of Object.entries(JOINERS)) {
+    for (const news of ["upsert", "patch"] as const) {
+      test(`${who}, on a healthy ${news}`, async () => {
+        const plane = await controlPlane();
+        const { dir, registry } = plane;
+        const entry = actorEntry(dir, "svc", "down");
+        registry.upsert(entry);
+        // Until it is back, svc's socket takes each dial and drops it: every dial fails.
+        const failedDial = Promise.withResolvers<number>();
+        let dials = 0;
+        const fake = Bun.listen({
+          unix: entry.socket,
+          socket: {
+            open(socket) {
+              socket.end();
+              // The 8th failure in a row: the link's next try is 400..600 ms away (backoff at its ceiling).
+              if (++dials === 8) failedDial.resolve(performance.now());
+            },
+            data() {},
+          },
+        });
+        cleanups.push(() => fake.stop(true));
+        const joiner = await open(plane);
+        cleanups.push(() => joiner.close());
+        const answered = joiner.request().then(() => performance.now());
+        const failedAt = await failedDial.promise;
+        fake.stop(true);
+        const svc = await MeshNode.start({
+          address: "svc", socketPath: entry.socket, routes: registry, pick: schedulerPicker(new Scheduler()),
+          onRequest: (request) => request.respond({ ok: true }),
+        });
+        cleanups.push(() => svc.close());
+        if (news === "upsert") registry.upsert({ ...entry, health: "healthy", updatedAt: Date.now() });
+        else registry.patch("svc", { health: "healthy", updatedAt: Date.now() });
+        // Waiting out the backoff would take 400 ms at least.
+        expect((await answered) - failedAt).toBeLessThan(300);
+      }, 20_000);
+    }
+  }
+
+  test("a peer removed from the registry: what waited for it is dead-lettered at once", async () => {
+    const plane = await controlPlane();
+    const member = await joinMesh({ dir: plane.dir, address: "gateway" });
+    cleanups.push(() => member.close());
+    // A dial-only client has no socket: an event for it waits in the link until it leaves.
+    const leaver = await joinMesh({ dir: plane.dir, address: "leaver" });
+    await waitFor(() => member.registry.byAddress("leaver") !== undefined, "the leaver in the gateway's registry");
+    member.node.emit({ target_agent: "leaver" }, { note: "for you" });
+    expect(member.node.stats.queued).toBe(1);
+    await leaver.close();
+    await waitFor(() => member.node.deadLetters().length === 1, "the event dead-lettered");
+    expect(member.node.deadLetters()[0]!.error.detail).toContain("leaver left the mesh");
+    expect(member.node.stats.queued).toBe(0);
+  });
+});
+
+describe("joinMesh", () => {
+  test("an actor registers, listens where its entry says, runs init, then is healthy and heartbeats; close is idempotent", async () => {
+    const plane = await controlPlane();
+    const entry = actorEntry(plane.dir, "worker", "starting");
+    plane.registry.upsert(entry);
+    plane.server.expectSpawn("worker", "worker-secret");
+    const seen: string[] = [];
+    let beats = 0;
+    const member: MeshMember = await joinMesh({
+      kind: "actor", dir: plane.dir, address: "worker", spawnSecret: "worker-secret", capabilities: ["work"],
+      init: () => {
+        seen.push(`init: listening ${existsSync(entry.socket)}, ${plane.registry.byAddress("worker")!.health}`);
+      },
+      heartbeat: () => ({ queue_depth: 3, in_flight: ++beats, handled: 0, dead_letters: 0 }),
+    });
+    expect(seen).toEqual(["init: listening true, starting"]);
+    expect(member.socketPath).toBe(entry.socket);
+    expect(plane.registry.byAddress("worker")).toMatchObject({ health: "healthy", capabilities: ["work"] });
+    await waitFor(() => plane.registry.byAddress("worker")!.queueDepth === 3, "a heartbeat's figures");
+    await member.close();
+    await member.close();
+    await member.closed;
+    expect(existsSync(entry.socket)).toBe(false);
+  });
+
+  test("an actor whose init throws: the join fails with that error, its socket is gone, it never became healthy", async () => {
+    const plane = await controlPlane();
+    const entry = actorEntry(plane.dir, "worker", "starting");
+    plane.registry.upsert(entry);
+    plane.server.expectSpawn("worker", "worker-secret");
+    const failure = await joinMesh({
+      kind: "actor", dir: plane.dir, address: "worker", spawnSecret: "worker-secret",
+      init: () => {
+        throw new HermesError(ErrorCode.INTERNAL, "init failed");
+      },
+    }).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: ErrorCode.INTERNAL, message: "init failed" });
+    expect(existsSync(entry.socket)).toBe(false);
+    expect(plane.registry.byAddress("worker")!.health).toBe("starting");
+    // A wrong secret is code 5, refused before anything listens.
+    plane.server.expectSpawn("worker", "the-next-secret");
+    const refused = await joinMesh({ kind: "actor", dir: plane.dir, address: "worker", spawnSecret: "not-it" }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: ErrorCode.AUTH_FAILED });
+    expect(existsSync(entry.socket)).toBe(false);
+  });
+
+  test("a client refused after it listened (its address names an actor): code 2, its socket file removed", async () => {
+    const plane = await controlPlane();
+    plane.registry.upsert(actorEntry(plane.dir, "svc", "healthy"));
+    const refused = await joinMesh({ dir: plane.dir, address: "svc", listen: true }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: ErrorCode.INVALID_REQUEST });
+    expect(existsSync(clientSocketPath(plane.dir, "svc"))).toBe(false);
+    expect(clientSockets(plane.dir)).toEqual([]);
+  });
+
+  test("a client that subscribes without listening is refused before anything opens", async () => {
+    const plane = await controlPlane();
+    const refused = await joinMesh({ dir: plane.dir, address: "deaf", subscriptions: ["news.#"] }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: ErrorCode.INVALID_REQUEST });
+    expect(plane.registry.byAddress("deaf")).toBeUndefined();
+  });
+});
+
+describe("joiners and a real actor process killed mid-request", () => {
+  test("a client and a gateway-like joiner both get their answers from the restarted actor", async () => {
+    await using t = await startTestMesh(`
+mesh:
+  name: join-restart
+supervisor:
+  intensity: 10
+  period_ms: 10000
+  backoff: { initial_ms: 1, max_ms: 5 }
+  children:
+    - actor: crasher
+      module: {FIXTURES}/crasher.ts
+`);
+    using markers = tempDir();
+    const client = await t.client();
+    const gateway = await joinMesh({ dir: t.dir, address: "gateway" });
+    cleanups.push(() => gateway.close());
+    const first = t.pid("crasher");
+    const [a, b] = await Promise.all([
+      client.request("crasher", { op: "die-once", marker: join(markers.path, "client") }, { timeoutMs: 20_000 }),
+      gateway.node.request({ target_agent: "crasher" }, { op: "die-once", marker: join(markers.path, "gateway") }, { timeoutMs: 20_000 }),
+    ]);
+    expect(a.payload.attempt).toBeGreaterThanOrEqual(2);
+    expect(b.payload.attempt).toBeGreaterThanOrEqual(2);
+    expect(t.pid("crasher")).not.toBe(first);
+  }, 40_000);
+});
