@@ -21,7 +21,7 @@ const STEPS: ReadonlyArray<[string, string[]]> = [
   ["zod", ["zod"]],
   ["zod + msgpackr", ["zod", "msgpackr"]],
   ["mesh/envelope.ts (zod schemas)", ["./mesh/envelope.ts"]],
-  ["mesh/codec.ts", ["./mesh/codec.ts"]],
+  ["mesh/frames.ts", ["./mesh/codec.ts"]],
   ["mesh/mesh-node.ts", ["./mesh/mesh-node.ts"]],
   ["src/actor/actor-host.ts (whole host)", ["./src/actor/actor-host.ts"]],
   ["host + actors/echo.ts", ["./src/actor/actor-host.ts", "./actors/echo.ts"]],

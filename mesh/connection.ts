@@ -1,8 +1,7 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { createCodec, type FrameCodec, checkPayloadDepth, CodecName } from "./codec.ts";
+import { createCodec, type FrameCodec, checkPayloadDepth, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
 import type { LinkEnvelopeHandler, MeshLink } from "./transport.ts";

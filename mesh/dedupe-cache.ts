@@ -1,5 +1,5 @@
 import type { Envelope } from "./envelope.ts";
-import { approximateBytes } from "./codec.ts";
+import { approximateBytes } from "./frames.ts";
 
 /** What a receiver remembers of a message it has seen. */
 export interface DedupeEntry {

@@ -1,6 +1,6 @@
 import type { Envelope } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { approximateBytes } from "./codec.ts";
+import { approximateBytes } from "./frames.ts";
 
 /**
  * Receiver side of cumulative acknowledgement (docs/protocol.md §4). Envelopes may finish

@@ -1,11 +1,10 @@
 import { z } from "zod";
 import { ControlType } from "./envelope.ts";
 import { timingSafeEqual } from "node:crypto";
-import { CodecName, negotiateCodec, SUPPORTED_CODECS } from "./codec.ts";
+import { CodecName, negotiateCodec, SUPPORTED_CODECS, DEFAULT_MAX_FRAME_BYTES, invalidFrame } from "./frames.ts";
 import { DEFAULT_MAX_UNACKED_BYTES } from "./flow-control.ts";
 import type { LinkSettings } from "./transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { DEFAULT_MAX_FRAME_BYTES, invalidFrame } from "./frames.ts";
 
 /** The protocol version this implementation speaks. */
 export const PROTOCOL_VERSION = 1;

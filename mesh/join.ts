@@ -11,8 +11,7 @@ import { ErrorCode, HermesError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
 import { Registry, type RegistryUpdate } from "./registry.ts";
-import { schedulerPicker } from "./routing.ts";
-import { schedulerFromEnv, type Scheduler } from "./scheduler.ts";
+import { schedulerPicker, schedulerFromEnv, type Scheduler } from "./routing.ts";
 
 /** The load figures an actor reports in each heartbeat. */
 export type HeartbeatLoad = Parameters<ControlClient["heartbeat"]>[0];

@@ -1,8 +1,8 @@
 /**
- * Codec contenders: the two MessagePack codecs hermes speaks (mesh/codec.ts) and the
+ * Codec contenders: the two MessagePack codecs hermes speaks (mesh/frames.ts) and the
  * JSON baseline (JSON.stringify + TextEncoder, TextDecoder + JSON.parse).
  */
-import { createPlainCodec, createRecordsCodec } from "../../mesh/codec.ts";
+import { createPlainCodec, createRecordsCodec } from "../../mesh/frames.ts";
 import type { CodecContender } from "./types.ts";
 
 /** Plain msgpack maps: what every implementation must speak. */

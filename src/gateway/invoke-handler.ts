@@ -3,7 +3,7 @@ import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parseTraceparent, spanIdOf, traceHexOf } from "../observability/trace-context.ts";
 import { parseEnvelope, createErrorReply, type Envelope, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
-import { checkPayloadDepth } from "../../mesh/codec.ts";
+import { checkPayloadDepth } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { isMetaForm, metaErrorReply, metaReply, parseMetaForm, routeOfMeta } from "./invoke-forms.ts";

@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { validatePattern } from "../../mesh/topics.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { formatYamlPath, issueMessage, sourceError, valueAt, YamlSource, type SourceIssue, type YamlPath } from "./yaml-source.ts";
 
 // Schema helpers. Every leaf carries its own "expected ..." message; the loader appends what
 // it got and where, so the schema stays the one place that says what a mesh file may hold.
@@ -138,13 +138,8 @@ export type ChildSpec = ActorSpec | SupervisorSpec;
 /** The root supervisor: a supervisor without a name of its own. */
 export type RootSupervisorSpec = MeshFile["supervisor"];
 
-/** One problem found in a mesh file (1-based line and column). */
-export interface MeshFileIssue {
-  line: number;
-  col: number;
-  path: string;
-  message: string;
-}
+/** One problem found in a mesh file (1-based line and column), as listed in the error's `issues`. */
+export type MeshFileIssue = Omit<SourceIssue, "node">;
 
 /**
  * Reads and validates a mesh file. Module paths and `mesh.dir` come back absolute, resolved
@@ -173,32 +168,20 @@ export function loadMeshFile(path: string): MeshFile {
  * // A bad value throws: "mesh.yaml:12:7: supervisor.children[1].pool: expected an integer from 1 to 64, got \"two\""
  */
 export function parseMeshFile(text: string, fileName: string): MeshFile {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  const where = (offset: number) => lineCounter.linePos(offset);
-  const syntax = [...doc.errors, ...doc.warnings];
-  if (syntax.length > 0) {
-    const say = (e: (typeof syntax)[number]) => (e.code === "MULTIPLE_DOCS" ? "a mesh file holds one YAML document" : e.message.split("\n")[0]);
-    fail(fileName, syntax.map((e) => ({ ...where(e.pos[0]), path: "", message: `invalid YAML: ${say(e)}` })));
-  }
-  let raw: unknown;
-  try {
-    raw = doc.toJS(); // throws on alias bombs (more aliases than yaml's maxAliasCount)
-  } catch (error) {
-    fail(fileName, [{ line: 1, col: 1, path: "", message: `invalid YAML: ${(error as Error).message}` }]);
-  }
+  const source = YamlSource.parse(text, "mesh file");
+  if (source.syntaxIssues.length > 0) throw sourceError(fileName, source.syntaxIssues);
+  const raw = source.data;
   const baseDir = dirname(resolve(fileName));
   const found: Found[] = [];
   const result = MeshFileSchema.safeParse(raw);
   if (!result.success) flatten(result.error.issues, [], raw, found);
-  checkNamesAndModules(raw, baseDir, found, (path) => where(locate(doc, path, false)));
+  checkNamesAndModules(raw, baseDir, found, (path) => source.where(path));
   if (found.length > 0) {
-    fail(fileName, found.map((f) => {
-      const value = f.atKey ? f.path.at(-1) : get(raw, f.path);
-      const missing = value === undefined;
-      const message = missing ? `missing required key (${f.message})` : f.message.startsWith("expected") ? `${f.message}, got ${show(value)}` : f.message;
-      return { ...where(locate(doc, f.path, f.atKey)), path: formatPath(f.path), message };
-    }));
+    throw sourceError(fileName, found.map((f) => ({
+      ...source.where(f.path, f.atKey),
+      path: formatYamlPath(f.path) || "(top level)",
+      message: issueMessage(f.message, f.atKey ? f.path.at(-1) : valueAt(raw, f.path)),
+    })));
   }
   const meshFile = result.data!;
   if (meshFile.mesh.dir !== undefined) meshFile.mesh.dir = resolve(baseDir, meshFile.mesh.dir);
@@ -231,24 +214,23 @@ export function listActors(meshFile: MeshFile): ActorSpec[] {
   return out;
 }
 
-type Path = (string | number)[];
 interface Found {
-  path: Path;
+  path: YamlPath;
   message: string;
   /** Point at the key itself rather than its value (unknown keys, bad record keys). */
   atKey: boolean;
 }
 
 /** Turns zod issues into located findings, descending into the branch of a child union the user meant. */
-function flatten(issues: readonly z.core.$ZodIssue[], base: Path, raw: unknown, found: Found[]): void {
+function flatten(issues: readonly z.core.$ZodIssue[], base: YamlPath, raw: unknown, found: Found[]): void {
   for (const issue of issues) {
-    const path = [...base, ...(issue.path as Path)];
+    const path = [...base, ...(issue.path as YamlPath)];
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) found.push({ path: [...path, key], message: issue.message, atKey: true });
     } else if (issue.code === "invalid_key") {
       found.push({ path, message: issue.issues[0]?.message ?? issue.message, atKey: true });
-    } else if (issue.code === "invalid_union" && issue.errors.length === 2 && isRecord(get(raw, path))) {
-      const value = get(raw, path) as Record<string, unknown>;
+    } else if (issue.code === "invalid_union" && issue.errors.length === 2 && isRecord(valueAt(raw, path))) {
+      const value = valueAt(raw, path) as Record<string, unknown>;
       const branch = "supervisor" in value ? 1 : "actor" in value ? 0 : -1;
       if (branch >= 0) flatten(issue.errors[branch]!, path, raw, found);
       else found.push({ path, message: "a child needs an `actor` or a `supervisor` key", atKey: false });
@@ -259,9 +241,9 @@ function flatten(issues: readonly z.core.$ZodIssue[], base: Path, raw: unknown, 
 }
 
 /** Checks zod cannot make alone: names unique across the whole tree, and modules that exist. */
-function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at: (path: Path) => { line: number; col: number }): void {
-  const seen = new Map<string, Path>();
-  const walk = (children: unknown, path: Path) => {
+function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at: (path: YamlPath) => { line: number; col: number }): void {
+  const seen = new Map<string, YamlPath>();
+  const walk = (children: unknown, path: YamlPath) => {
     if (!Array.isArray(children)) return;
     children.forEach((child, i) => {
       if (!isRecord(child)) return;
@@ -283,66 +265,6 @@ function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at:
     });
   };
   if (isRecord(raw) && isRecord(raw.supervisor)) walk(raw.supervisor.children, ["supervisor", "children"]);
-}
-
-/** Offset of the node at `path`, or of its nearest existing ancestor (a missing key points at its parent map). */
-function locate(doc: Document, path: Path, atKey: boolean): number {
-  let node: unknown = doc.contents;
-  let keyNode: unknown;
-  let offset = rangeStart(node) ?? 0;
-  for (const segment of path) {
-    let next: unknown;
-    keyNode = undefined;
-    if (isMap(node)) {
-      const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === segment);
-      if (!pair) return offset;
-      [keyNode, next] = [pair.key, pair.value];
-    } else if (isSeq(node) && typeof segment === "number" && segment < node.items.length) {
-      next = node.items[segment];
-    } else return offset;
-    // An empty value (`pool:`) has no node of its own: point at its key.
-    offset = rangeStart(atKey ? keyNode : next) ?? rangeStart(keyNode) ?? offset;
-    node = next;
-  }
-  return offset;
-}
-
-function rangeStart(node: unknown): number | undefined {
-  const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
-  return range?.[0];
-}
-
-function get(value: unknown, path: Path): unknown {
-  for (const segment of path) {
-    if (value === null || typeof value !== "object") return undefined;
-    value = (value as Record<string | number, unknown>)[segment];
-  }
-  return value;
-}
-
-function show(value: unknown): string {
-  if (Array.isArray(value)) return "a list";
-  if (isRecord(value)) return "a map";
-  return value === null ? "an empty value" : JSON.stringify(value);
-}
-
-function formatPath(path: Path): string {
-  let out = "";
-  for (const segment of path) {
-    if (typeof segment === "number") out += `[${segment}]`;
-    else out += /^[A-Za-z_][A-Za-z0-9_-]*$/.test(segment) ? `${out ? "." : ""}${segment}` : `[${JSON.stringify(segment)}]`;
-  }
-  return out || "(top level)";
-}
-
-function fail(fileName: string, issues: MeshFileIssue[]): never {
-  issues.sort((a, b) => a.line - b.line || a.col - b.col);
-  const lines = [...new Set(issues.map((i) => `${fileName}:${i.line}:${i.col}: ${i.path ? `${i.path}: ` : ""}${i.message}`))];
-  throw new HermesError(ErrorCode.INVALID_REQUEST, lines.join("\n"), {
-    reason: `${issues.length === 1 ? "1 problem" : `${issues.length} problems`} in ${fileName}`,
-    file: fileName,
-    issues,
-  });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { describeValue, formatYamlPath, issueMessage, sourceError, valueAt, YamlSource, type SourceIssue, type YamlPath } from "../supervisor/yaml-source.ts";
 import { compileMapping, type MappingIssue } from "./input-mapping.ts";
 import { parsePath, PathSyntaxError } from "./path-expression.ts";
 import { checkStructure } from "./workflow-checks.ts";
@@ -8,7 +9,6 @@ import type { Workflow, WorkflowNode } from "./workflow-definition.ts";
 import { WorkflowGraph } from "./workflow-graph.ts";
 import { retryPolicy, WorkflowFileSchema, type WorkflowFile } from "./workflow-schema.ts";
 import { compileCondition, type CompiledCondition } from "./when-condition.ts";
-import { describeValue, formatYamlPath, YamlSource, type SourceIssue, type YamlPath } from "./yaml-source.ts";
 
 /**
  * Reads and validates a workflow file. Throws HermesError code 2 listing every problem, each as
@@ -37,7 +37,7 @@ export function loadWorkflow(path: string): Workflow {
  * // edges: [{ from: a, to: b }, { from: b, to: a }] throws "w.yaml:9:5: node \"a\": edges[1]: cycle: a → b → a ..."
  */
 export function parseWorkflow(text: string, fileName: string): Workflow {
-  const source = YamlSource.parse(text);
+  const source = YamlSource.parse(text, "workflow file");
   if (source.syntaxIssues.length > 0) throw workflowError(fileName, source.syntaxIssues);
   const raw = source.data;
   const issues: SourceIssue[] = [];
@@ -151,25 +151,17 @@ function reportZodIssue(
     for (const key of issue.keys) report([...path, key], nodeAt(path), `unknown key "${key}" ${issue.message.replace(/^unknown key /, "")}`, true);
     return;
   }
-  let value: unknown = raw;
-  for (const segment of path) value = value !== null && typeof value === "object" ? (value as Record<string | number, unknown>)[segment] : undefined;
-  const message = value === undefined ? `missing required key (${issue.message})` : issue.message.startsWith("expected") ? `${issue.message}, got ${describeValue(value)}` : issue.message;
-  report(path, nodeAt(path), message);
+  report(path, nodeAt(path), issueMessage(issue.message, valueAt(raw, path)));
 }
 
 /**
- * The error a bad workflow file throws: code 2, every issue on its own line, sorted by position.
+ * The error a bad workflow file throws: code 2, every issue on its own line, sorted by position
+ * (sourceError of ../supervisor/yaml-source.ts, the same format as mesh files).
  *
  * @example
  * workflowError("w.yaml", [{ line: 3, col: 5, path: "nodes[0]", node: "a", message: "..." }]).message;
  * // 'w.yaml:3:5: node "a": nodes[0]: ...'
  */
 export function workflowError(fileName: string, issues: SourceIssue[]): HermesError {
-  issues.sort((a, b) => a.line - b.line || a.col - b.col);
-  const lines = [...new Set(issues.map((i) => `${fileName}:${i.line}:${i.col}: ${i.node !== undefined ? `node "${i.node}": ` : ""}${i.path ? `${i.path}: ` : ""}${i.message}`))];
-  return new HermesError(ErrorCode.INVALID_REQUEST, lines.join("\n"), {
-    reason: `${issues.length === 1 ? "1 problem" : `${issues.length} problems`} in ${fileName}`,
-    file: fileName,
-    issues,
-  });
+  return sourceError(fileName, issues);
 }

@@ -4,10 +4,9 @@ import { join } from "node:path";
 import { ActorRuntime } from "../../src/actor/actor-runtime.ts";
 import { defineActor, type ActorDefinition } from "../../src/actor/define-actor.ts";
 import { createLogger } from "../../mesh/logger.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
+import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
-import { Scheduler } from "../../mesh/scheduler.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
 import { simulateWork, tempDir, waitFor } from "../helpers.ts";
 

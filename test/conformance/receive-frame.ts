@@ -1,8 +1,7 @@
-import { createPlainCodec } from "../../mesh/codec.ts";
+import { createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
 import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
 import { isPlainMap, parseEnvelope, arrivedExpired } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
-import { FrameDecoder } from "../../mesh/frames.ts";
 import type { FrameType, Stage } from "./vector-format.ts";
 
 export type Outcome =

@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode } from "@msgpack/msgpack";
-import { createPlainCodec } from "../../mesh/codec.ts";
+import { createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
 import { isValidEnvelope, parseEnvelope, EnvelopeSchema } from "../../mesh/envelope.ts";
-import { FrameDecoder } from "../../mesh/frames.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { buildVectorFile, VECTORS_PATH } from "./generate-vectors.ts";
 import { mutateEnvelope } from "./mutate-envelope.ts";

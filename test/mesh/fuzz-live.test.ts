@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { RequestChannel } from "../../mesh/requests.ts";
 import { dial } from "../../mesh/socket-transport.ts";
-import { createPlainCodec } from "../../mesh/codec.ts";
-import { encodeFrame } from "../../mesh/frames.ts";
+import { createPlainCodec, encodeFrame } from "../../mesh/frames.ts";
 import { rssKiB, spawnBun, tempDir, waitFor, type Child } from "../helpers.ts";
 import { HELLO, rawConnect } from "./raw-client.ts";
 

@@ -14,8 +14,7 @@ import { joinMesh, type MeshMember } from "../../mesh/join.ts";
 import { createLogger } from "../../mesh/logger.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { Registry, type RegistryEntry } from "../../mesh/registry.ts";
-import { schedulerPicker } from "../../mesh/routing.ts";
-import { Scheduler } from "../../mesh/scheduler.ts";
+import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
 import { spawnBun, tempDir, waitFor } from "../helpers.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
 

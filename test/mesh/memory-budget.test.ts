@@ -5,10 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
-import { createPlainCodec } from "../../mesh/codec.ts";
+import { createPlainCodec, encodeFrame } from "../../mesh/frames.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
-import { encodeFrame } from "../../mesh/frames.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { rssKiB, waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";

@@ -1,6 +1,5 @@
 /** A bare socket client for feeding a listener arbitrary bytes and reading back what it says. */
-import { createPlainCodec } from "../../mesh/codec.ts";
-import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { createPlainCodec, encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
 
 export interface RawClient {
   /** Frames received so far, decoded as plain msgpack. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { leastLoaded, roundRobin, Scheduler, weighted, type SchedulingStrategy } from "../../mesh/scheduler.ts";
+import { leastLoaded, roundRobin, Scheduler, weighted, type SchedulingStrategy } from "../../mesh/routing.ts";
 import type { RegistryEntry } from "../../mesh/registry.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 

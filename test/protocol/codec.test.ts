@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode, encode as referenceEncode } from "@msgpack/msgpack";
-import { createCodec, createPlainCodec, createRecordsCodec, negotiateCodec, SUPPORTED_CODECS } from "../../mesh/codec.ts";
+import { createCodec, createPlainCodec, createRecordsCodec, negotiateCodec, SUPPORTED_CODECS, encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
 import { isValidEnvelope } from "../../mesh/envelope.ts";
-import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 
 const TEXT = "你好，世界 👋🌍 — Hermes 消息 🚀";

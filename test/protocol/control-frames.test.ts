@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { AckSchema, ControlFrameSchema, HelloSchema, isControlType, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
-import { CodecName } from "../../mesh/codec.ts";
+import { CodecName } from "../../mesh/frames.ts";
 
 const hello = { message_type: "hello" as const, protocol: 1, node: "worker", codecs: ["msgpack"], window: 1024 };
 

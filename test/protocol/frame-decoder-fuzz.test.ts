@@ -1,7 +1,6 @@
 import { expect, test } from "bun:test";
-import { createPlainCodec } from "../../mesh/codec.ts";
+import { createPlainCodec, FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
 import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../mesh/envelope.ts";
-import { FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createPlainCodec } from "../../mesh/codec.ts";
+import { createPlainCodec } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 describe("HermesError", () => {
