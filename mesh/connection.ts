@@ -46,11 +46,11 @@ export class Connection implements MeshLink {
   readonly role: "dialer" | "acceptor";
   readonly options: ResolvedConnectionOptions;
   /** Receives every valid envelope; until it is set they are held (see EnvelopeHandoff). */
-  get onEnvelope(): EnvelopeHandler {
+  get onEnvelope(): LinkEnvelopeHandler {
     return this.#handoff.handler ?? ((env, seq) => this.#handoff.hold(env, seq));
   }
 
-  set onEnvelope(handler: EnvelopeHandler) {
+  set onEnvelope(handler: LinkEnvelopeHandler) {
     for (const [env, seq] of this.#handoff.set(handler)) this.#deliver(env, seq);
   }
   /** When set, called for every envelope the peer acknowledged (a durable outbox deletes it then). */
@@ -82,7 +82,7 @@ export class Connection implements MeshLink {
   #state: "handshaking" | "open" | "closing" | "closed" = "handshaking";
   #readyResolvers = Promise.withResolvers<Hello>();
   #closed = Promise.withResolvers<void>();
-  #handoff = new EnvelopeHandoff<EnvelopeHandler>();
+  #handoff = new EnvelopeHandoff<LinkEnvelopeHandler>();
   /** Bad frames since the connection opened (stats), and since the last good envelope (the cut-off). */
   #badFramesTotal = 0;
   #badFramesInARow = 0;
@@ -523,5 +523,3 @@ export type ConnectionStatus =
   | { type: "healthy" }
   | { type: "closed"; error?: HermesError };
 
-/** Receives every valid envelope; call `connection.settle(seq)` once it has been handled. */
-export type EnvelopeHandler = LinkEnvelopeHandler;

@@ -97,7 +97,6 @@ export interface MeshNodeOptions {
 }
 
 /** Options of a request sent through the mesh. */
-export type MeshRequestOptions = RequestOptions;
 
 
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
@@ -173,7 +172,7 @@ export class MeshNode {
    * Sends a request along a route and resolves with the response envelope. Rejects with the
    * coded error: 8 unroutable, 3 deadline, 10 attempts exhausted, or whatever the handler answered.
    */
-  request(route: Route, payload: Payload, options: MeshRequestOptions = {}): Promise<Envelope> {
+  request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.address, route, payload, options);
     return this.requestEnvelope(request, { ...options, timeoutMs });
   }
@@ -183,7 +182,7 @@ export class MeshNode {
    * ids and trace intact) along the route its fields name, and waits for its answer here:
    * `reply_to` must be this node's address.
    */
-  requestEnvelope(request: Envelope, options: Pick<MeshRequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
+  requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
     const timeoutMs = options.timeoutMs ?? request.ttl;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {

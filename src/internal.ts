@@ -12,7 +12,7 @@ export { HelloSchema, AckSchema, PingSchema, PongSchema, ControlFrameSchema, PRO
 export { CodecName, createPlainCodec, createRecordsCodec, createCodec, negotiateCodec, SUPPORTED_CODECS, type FrameCodec, FrameDecoder, DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../mesh/frames.ts";
 export { newMessageId, isUlid, stableAgentId } from "../mesh/ids.ts";
 export { parseAddress, formatAddress, type Address, listen, dial, Listener, type ListenOptions } from "../mesh/socket-transport.ts";
-export { Connection, type ConnectionStatus, type EnvelopeHandler } from "../mesh/connection.ts";
+export { Connection, type ConnectionStatus } from "../mesh/connection.ts";
 export { RequestChannel, type RequestContext, type RequestHandler, type RequestOptions } from "../mesh/requests.ts";
 export { defineActor, type ActorDefinition } from "./actor/define-actor.ts";
 export type { ActorContext, InitContext, Destination } from "./actor/actor-context.ts";
@@ -33,7 +33,7 @@ export { startMesh, defaultMeshDir, type RunningMesh, type StartMeshOptions } fr
 export { type RegistryEntry, type ActorHealth, Registry, parseRegistryUpdate, type RegistryUpdate, type RegistryPatch, type SubscriberGroup } from "../mesh/registry.ts";
 export { Scheduler, leastLoaded, roundRobin, weighted, type SchedulingStrategy, type SchedulingContext, type CallStats } from "../mesh/routing.ts";
 export { TopicIndex, topicMatches, validatePattern, validateTopic } from "../mesh/topics.ts";
-export { MeshNode, type MeshNodeOptions, type MeshRequestOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
+export { MeshNode, type MeshNodeOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
 export { createGatewayApp, type GatewayDeps } from "./gateway/gateway-app.ts";
 export { EventLog, type LogEvent } from "./observability/event-log.ts";
 export { ActorMetrics, LATENCY_BUCKETS, type ActorStats } from "./observability/actor-metrics.ts";

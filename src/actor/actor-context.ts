@@ -1,5 +1,5 @@
-import type { MeshNode, MeshRequestOptions } from "../../mesh/mesh-node.ts";
-import type { ServedRequest } from "../../mesh/requests.ts";
+import type { MeshNode } from "../../mesh/mesh-node.ts";
+import type { RequestOptions, ServedRequest } from "../../mesh/requests.ts";
 import { type EnvelopeOptions, type Route, type Envelope, type Payload, createEvent } from "../../mesh/envelope.ts";
 import { childTraceparent } from "../observability/trace-context.ts";
 import type { ActorStore } from "./actor-store.ts";
@@ -21,7 +21,7 @@ export interface InitContext {
   /** Writes an event line (e.g. a tool call) to this actor's JSON Lines log, with the trace ids in a handler. */
   record(event: Record<string, unknown> & { event: string }): void;
   /** Sends a request and resolves with the response payload; rejects with a HermesError. */
-  request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Payload>;
+  request(to: Destination, payload: Payload, options?: RequestOptions): Promise<Payload>;
   /** Sends an event to one destination (no answer). */
   send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
   /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */

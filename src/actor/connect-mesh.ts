@@ -1,5 +1,6 @@
 import { joinMesh } from "../../mesh/join.ts";
-import type { DeadLetter, MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import type { DeadLetter } from "../../mesh/mesh-node.ts";
+import type { RequestOptions } from "../../mesh/requests.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { topicMatches } from "../../mesh/topics.ts";
 import type { EnvelopeOptions, Envelope, Payload } from "../../mesh/envelope.ts";
@@ -11,7 +12,7 @@ export interface MeshClient {
   /** This client's address in the mesh. */
   readonly address: string;
   /** Sends a request; resolves with the response envelope, rejects with a HermesError. */
-  request(to: Destination, payload: Payload, options?: MeshRequestOptions): Promise<Envelope>;
+  request(to: Destination, payload: Payload, options?: RequestOptions): Promise<Envelope>;
   /** Sends an event to one destination. */
   send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
   /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */
@@ -25,6 +26,7 @@ export interface MeshClient {
   close(): Promise<void>;
 }
 
+/** Where connectMesh finds the mesh and how it proves itself. */
 export interface ConnectMeshOptions {
   /** The mesh's socket directory. */
   dir: string;

@@ -1,5 +1,5 @@
 import { joinMesh, type MeshMember } from "../../mesh/join.ts";
-import type { MeshRequestOptions } from "../../mesh/mesh-node.ts";
+import type { RequestOptions } from "../../mesh/requests.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { HermesError } from "../../mesh/errors.ts";
@@ -62,7 +62,7 @@ export class WorkflowLink {
   }
 
   /** Sends a prebuilt request envelope (its `reply_to` must be this link's address) and waits for the answer. */
-  request(envelope: Envelope, options: Pick<MeshRequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
+  request(envelope: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
     return this.#member.node.requestEnvelope(envelope, options);
   }
 
