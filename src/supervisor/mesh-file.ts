@@ -131,6 +131,7 @@ export const MeshFileSchema = map({
   supervisor: map({ strategy: Strategy, intensity: Intensity, period_ms: PeriodMs, backoff: BackoffField, children: list(ChildSpecSchema) }),
 });
 
+/** A mesh file as loaded and validated: the mesh settings, the gateway and the supervisor tree. */
 export type MeshFile = z.output<typeof MeshFileSchema>;
 export type ActorSpec = z.output<typeof ActorSpecSchema>;
 export type SupervisorSpec = z.output<typeof SupervisorSpecSchema>;

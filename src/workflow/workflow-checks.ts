@@ -3,7 +3,7 @@ import { formatPath, PATH_ROOTS, type PathSegment } from "./path-expression.ts";
 import { FLOW, type WorkflowNode } from "./workflow-definition.ts";
 import type { WorkflowGraph } from "./workflow-graph.ts";
 import type { WorkflowFile } from "./workflow-schema.ts";
-import type { YamlPath } from "./yaml-source.ts";
+import type { YamlPath } from "../supervisor/yaml-source.ts";
 
 /** Reports one problem at a key path, naming the node concerned. */
 export type Report = (path: YamlPath, node: string | undefined, message: string, atKey?: boolean) => void;

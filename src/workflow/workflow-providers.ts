@@ -1,7 +1,7 @@
 import { type MeshFile, listActors } from "../supervisor/mesh-file.ts";
 import type { Workflow } from "./workflow-definition.ts";
 import { workflowError } from "./workflow-loader.ts";
-import type { SourceIssue } from "./yaml-source.ts";
+import type { SourceIssue } from "../supervisor/yaml-source.ts";
 
 /** What a mesh offers: which capabilities and which actor names or addresses it can route to. */
 export interface Providers {
