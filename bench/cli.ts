@@ -3,7 +3,7 @@
  * transport benchmarks and prints every figure next to the baseline measured in the same run.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
 import { footprintScenario } from "./footprint.bench.ts";
@@ -13,7 +13,7 @@ import { chainScenario } from "./chain.bench.ts";
 import { faninScenario } from "./fanin.bench.ts";
 import { fanoutScenario } from "./fanout.bench.ts";
 import { openloopScenario } from "./openloop.bench.ts";
-import { scenarioCharts, writeCharts } from "./lib/charts.ts";
+import { defaultChartDir, scenarioCharts, writeCharts } from "./lib/charts.ts";
 import { watchInterference, type Interference } from "./lib/interference.ts";
 import { availablePlacements, pinSelf } from "./lib/placement.ts";
 import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
@@ -51,17 +51,19 @@ ${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
 Options:
   --quick          short warm-ups and runs (every scenario in under 60 s on 2 cores)
   --json <file>    also write every figure, per-round data, charts and the machine details as JSON
-  --charts <dir>   where the SVG (and PNG) charts go (default bench/results)
+  --charts <dir>   where the SVG (and PNG) charts go (default: bench/results in a clone of the
+                   repository, ./hermes-mesh-bench from an installed package)
   --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, fanin 12,
                    hop 12, chain 12, fanout 12, openloop 30, restart 30, footprint 1 = idle time
-                   before memory is read, gateway 30; quick: 1.5, 3, 3, 1.5, 3, 1.5, 1.5, 2, 4, 0.3, 3)
+                   before memory is read, gateway 30; quick: 1.5, 3, 3, 1.5, 2.5, 1.5, 1.5, 2, 4, 0.3, 3)
   -h, --help       show this help
 
 Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
 "unpinned, both cores" = nothing pinned (restart, footprint, gateway: actors inherit the harness's cpus).
-pingpong and stream also measure the peers: Bun IPC, Node IPC (needs node), NATS (needs
-nats-server) and Redis Streams (needs redis-server); one whose program is missing is skipped
-with a note.`;
+pingpong and stream also measure the peers: Bun IPC, Node IPC (needs node), NATS (needs the
+nats package, an optional dependency, and nats-server or $HERMES_NATS_SERVER) and Redis Streams
+(needs redis-server or $HERMES_REDIS_SERVER); one whose package or program is missing is skipped
+with a line saying how to install it. PNG charts need the optional @resvg/resvg-js.`;
 
 /**
  * Runs the bench command and returns the exit code: 0 when every scenario ran, 1 when one
@@ -137,6 +139,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   console.log(`\nhermes-mesh bench ${argv.join(" ")}`.trimEnd());
   console.log(formatTable(figures));
   for (const note of Object.values(results).flatMap((r) => r.notes)) console.log(`note: ${note}`);
+  for (const line of Object.values(results).flatMap((r) => r.skipped ?? [])) console.log(line);
   for (const failure of failures) console.error(`FAILED ${failure}`);
   console.log(formatMachine(machine));
   const chartsOf = new Map(scenarioCharts({ figures, scenarios: results }));
@@ -147,14 +150,14 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
     seconds: (performance.now() - startedAt) / 1000,
     scenarioSeconds: elapsed,
     figures: figures.map((f) => ({ ...f, ratio: ratio(f), target: f.target && { ...f.target, status: targetStatus(f) } })),
-    scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, interference: interference[name], rounds: r.rounds, charts: chartsOf.get(name) ?? [] }])),
+    scenarios: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, { notes: r.notes, skipped: r.skipped ?? [], interference: interference[name], rounds: r.rounds, charts: chartsOf.get(name) ?? [] }])),
     failures,
   };
   // Charts of every run (bench/results is git-ignored; docs/bench-results keeps the last full run).
-  const chartDir = values.charts ?? join(import.meta.dir, "results");
+  const chartDir = values.charts ?? defaultChartDir();
   try {
     const { files, note } = await writeCharts(report, chartDir);
-    console.log(`charts: ${files.length} files in ${chartDir}${note ? ` (${note})` : ""}`);
+    console.log(`charts: ${files.length} ${files.length === 1 ? "file" : "files"} in ${chartDir}${note ? ` (${note})` : ""}`);
   } catch (error) {
     console.error(`charts not written: ${(error as Error).message}`);
   }

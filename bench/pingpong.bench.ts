@@ -3,7 +3,7 @@
  * this process (pinned to cpu 0) and a child (cpu 0: "same core", cpu 1: "cross core").
  * Contenders: hermes `RequestChannel.request()` against an echo listener, the peers a user
  * would pick instead (Bun IPC, Node IPC, NATS request/reply, Redis Streams: adapters/peers.ts;
- * one missing its server is skipped with a note), and the raw Bun Unix socket echoing 128
+ * one missing its package or server is skipped with how to install it), and the raw Bun Unix socket echoing 128
  * bytes. All sessions are open at once and measured interleaved in rounds; latencies go into
  * one HdrHistogram per contender and placement.
  *
@@ -57,8 +57,8 @@ async function measure(run: Run, ms: number, record: boolean): Promise<void> {
 
 export async function runPingpong(options: ScenarioOptions): Promise<ScenarioResult> {
   const { placements, note } = availablePlacements();
-  const { peers, notes: skipped } = usable(PEERS, "pingpong");
-  const notes = note ? [`pingpong: ${note}`, ...skipped] : skipped;
+  const { peers, skipped } = usable(PEERS, "pingpong");
+  const notes = note ? [`pingpong: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];
   try {
@@ -110,7 +110,7 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
     }
   }
   const histograms = runs.map((r) => ({ peer: r.peer.name, placement: r.placement.name, ...summaries.get(r)! }));
-  return { figures, notes, rounds: histograms };
+  return { figures, notes, skipped, rounds: histograms };
 }
 
 export const pingpongScenario: Scenario = {

@@ -4,7 +4,7 @@
  * every message. Contenders: hermes event envelopes through `Connection.send` with the
  * receiver's window at 1024, 4096 and 8192, the peers a user would pick instead (Bun and Node
  * IPC, one message per send and arrays of 256; NATS publish; Redis Streams XADD to a consumer
- * group: adapters/peers.ts; one missing its server is skipped with a note), and raw
+ * group: adapters/peers.ts; one missing its package or server is skipped with how to install it), and raw
  * length-prefixed frames written in batches.
  * Bursts are sized after a warm-up so each lasts about one slice, and interleaved in rounds.
  *
@@ -62,8 +62,8 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
   const available = availablePlacements();
   const { note } = available;
   const placements = taskset() && availableParallelism() > 1 ? [...available.placements, BOTH_CORES] : available.placements;
-  const { peers, notes: skipped } = usable(PEERS, "stream");
-  const notes = note ? [`stream: ${note}`, ...skipped] : skipped;
+  const { peers, skipped } = usable(PEERS, "stream");
+  const notes = note ? [`stream: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];
   try {
@@ -99,7 +99,7 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
     for (const run of [...runs].reverse()) await disposeQuietly(run.session);
   }
   const rounds = runs.map((r) => ({ peer: r.peer.name, placement: r.placement.name, burst: r.burst, rates: r.rates.map(Math.round) }));
-  return { figures: figuresOf(runs, placements, notes), notes, rounds };
+  return { figures: figuresOf(runs, placements, notes), notes, skipped, rounds };
 }
 
 /**

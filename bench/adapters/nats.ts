@@ -12,13 +12,16 @@
  *   publishes into 32 KiB writes on a microtask itself, and the subscriber's count, which
  *   comes after the server delivered everything, ends the burst (a flush would only add a
  *   PING/PONG). Both sides flush once after subscribing, so no message can precede a SUB.
+ * `nats` is an optional dependency: imported when a session opens, and a missing one (or a
+ * missing nats-server) makes the peer unavailable, with how to install it.
  */
 import { join } from "node:path";
-import { connect, type NatsConnection } from "nats";
+import type { NatsConnection } from "nats";
 import { CumulativeAcks } from "../lib/acks.ts";
 import { spawnFixture } from "../lib/child.ts";
 import { RAW_128 } from "../lib/payload.ts";
-import { missingBinary, startNatsServer, type Server } from "../lib/servers.ts";
+import { missingPackage } from "../lib/optional-package.ts";
+import { missingServer, NATS_SERVER, startNatsServer, type Server } from "../lib/servers.ts";
 import type { PeerEnv, RoundTripPeer, RoundTripSession, StreamPeer, StreamSession } from "./types.ts";
 
 const FIXTURE = join(import.meta.dir, "../fixtures/nats-fixture.ts");
@@ -29,10 +32,11 @@ const BATCH = 256;
 /** `PUB bench.stream 128\r\n` + payload + `\r\n`. */
 const PUB_FRAME_BYTES = "PUB bench.stream 128\r\n".length + RAW_128.length + 2;
 
-const unavailable = () => missingBinary("nats-server", "nats-server");
+const unavailable = () => missingPackage("nats") ?? missingServer(NATS_SERVER);
 
 /** A server, the peer process and this side's connection, torn down in reverse on failure or dispose. */
 async function openNats(env: PeerEnv, mode: "echo" | "sink") {
+  const { connect } = await import("nats");
   const server: Server = await startNatsServer(env.placement, env.dir);
   try {
     const fixture = await spawnFixture(FIXTURE, [server.url, mode], env.placement);

@@ -26,7 +26,7 @@ const PARENT = join(import.meta.dir, "../fixtures/node-ipc-parent-fixture.mjs");
 /** Where the harness runs (bench/cli.ts pins itself to cpu 0): the Node parent goes there. */
 const HARNESS_CPU: Placement = { name: "harness cpu", childCpu: 0 };
 
-const unavailable = () => (Bun.which("node") ? undefined : "node not found on PATH");
+const unavailable = () => (Bun.which("node") ? undefined : "node not found on PATH (Node.js 20 or later: https://nodejs.org, or Debian/Ubuntu: apt-get install nodejs)");
 
 /** The Node parent on the harness's cpu, its forked child on the placement's. */
 async function openPair(placement: Placement, args: string[]): Promise<Fixture> {

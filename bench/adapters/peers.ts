@@ -1,8 +1,8 @@
 /**
  * The peers a user would pick instead of hermes-mesh, measured in the same run as hermes and
  * the raw baseline: Bun IPC, Node's child_process IPC, NATS (core, nats.js) and Redis Streams
- * (consumer group). A peer whose server or runtime is missing on this machine is left out with
- * one note saying why, and the rest of the scenario runs.
+ * (consumer group). A peer whose package, server or runtime is missing on this machine is left
+ * out with one line saying why and how to install it, and the rest of the scenario runs.
  */
 import { bunIpcEcho } from "./bun-ipc-echo.ts";
 import { bunIpcStream } from "./bun-ipc-stream.ts";
@@ -18,19 +18,20 @@ export const ROUND_TRIP_PEERS: readonly RoundTripPeer[] = [bunIpcEcho, nodeIpcEc
 export const STREAM_PEERS: readonly StreamPeer[] = [bunIpcStream(1), bunIpcStream(256), nodeIpcStream(1), nodeIpcStream(256), natsStream, redisStream];
 
 /**
- * The peers that can run here, and one note for each that cannot.
+ * The peers that can run here, and one line for each that cannot (the scenario's `skipped`).
  *
  * @example
- * const { peers, notes } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
+ * const { peers, skipped } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
+ * // skipped: ["pingpong: peer NATS request skipped: nats-server not found on PATH (Debian/Ubuntu: apt-get install nats-server; ...)"]
  */
-export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string): { peers: P[]; notes: string[] } {
-  const notes: string[] = [];
+export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string): { peers: P[]; skipped: string[] } {
+  const skipped: string[] = [];
   const kept = peers.filter((peer) => {
     const reason = peer.unavailable?.();
-    if (reason) notes.push(`${scenario}: ${peer.name} skipped: ${reason}`);
+    if (reason) skipped.push(`${scenario}: peer ${peer.name} skipped: ${reason}`);
     return !reason;
   });
-  return { peers: kept, notes };
+  return { peers: kept, skipped };
 }
 
 /**

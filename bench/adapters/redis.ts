@@ -18,7 +18,7 @@ import { RedisClient } from "bun";
 import { join } from "node:path";
 import { CumulativeAcks } from "../lib/acks.ts";
 import { spawnFixture } from "../lib/child.ts";
-import { missingBinary, startRedisServer } from "../lib/servers.ts";
+import { missingServer, REDIS_SERVER, startRedisServer } from "../lib/servers.ts";
 import { TEXT_128 } from "../lib/text-payload.ts";
 import type { PeerEnv, RoundTripPeer, RoundTripSession, StreamPeer, StreamSession } from "./types.ts";
 
@@ -30,7 +30,7 @@ const BATCH = 256;
 /** Approximate cap of the streams: far above WINDOW, so no unread entry is ever trimmed. */
 const CAP = 100_000;
 
-const unavailable = () => missingBinary("redis-server", "redis-server");
+const unavailable = () => missingServer(REDIS_SERVER);
 /** A server that went away fails the measurement at once instead of queueing commands for a reconnect. */
 const NO_RECONNECT = { autoReconnect: false, enableOfflineQueue: false };
 

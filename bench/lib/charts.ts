@@ -1,11 +1,12 @@
 /**
  * Writes a run's charts: one SVG page per scenario (bench/lib/svg-chart.ts) and, when
- * `@resvg/resvg-js` loads, a PNG of each. Charts come from the scenario (its `charts`) or are
- * derived from its figures.
+ * `@resvg/resvg-js` (an optional dependency) loads, a PNG of each. Charts come from the
+ * scenario (its `charts`) or are derived from its figures.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { chartsFromFigures, type Chart } from "./chart-data.ts";
+import { missingPackage } from "./optional-package.ts";
 import type { Figure } from "./report.ts";
 import { svgPage } from "./svg-chart.ts";
 
@@ -22,10 +23,25 @@ export function scenarioCharts(source: ChartSource): Array<[string, Chart[]]> {
     .filter(([, charts]) => charts.length > 0);
 }
 
+/**
+ * Where charts go without --charts: bench/results in a clone of the repository (git-ignored),
+ * else ./hermes-mesh-bench in the current directory, since an installed package may be
+ * read-only and a run's output is the user's, not the package's.
+ *
+ * @example
+ * await writeCharts(report, defaultChartDir());
+ */
+export function defaultChartDir(): string {
+  const root = join(import.meta.dir, "../..");
+  return existsSync(join(root, ".git")) ? join(root, "bench", "results") : resolve("hermes-mesh-bench");
+}
+
 type Renderer = (svg: string) => Uint8Array;
 
-/** resvg, if it is installed and loads here; otherwise why not. */
+/** resvg (an optional dependency), if it is installed and loads here; otherwise why not, and how to install it. */
 async function pngRenderer(): Promise<Renderer | string> {
+  const missing = missingPackage("@resvg/resvg-js");
+  if (missing) return `PNG skipped: ${missing}`;
   try {
     const { Resvg } = await import("@resvg/resvg-js");
     return (svg) => new Resvg(svg, { font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" }, background: "#ffffff" }).render().asPng();

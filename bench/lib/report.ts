@@ -2,8 +2,9 @@
  * What a scenario reports: figures, each printed next to the baseline measured in the same
  * run as a ratio, plus the machine they were measured on.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, release } from "node:os";
+import { join } from "node:path";
 import { taskset } from "./placement.ts";
 
 /** One measured figure. */
@@ -80,7 +81,7 @@ export interface MachineInfo {
   taskset: boolean;
   /** 1-minute load average when the run started (each scenario also reports what others used during it). */
   load: number;
-  /** The commit measured, "+dirty" when the work tree had changes; BENCH_COMMIT names it for an exported tree. */
+  /** The commit measured, "+dirty" when the work tree had changes; BENCH_COMMIT names it for an exported tree; an installed package gives its name@version. */
   commit: string;
   date: string;
 }
@@ -98,12 +99,29 @@ export function machineInfo(): MachineInfo {
   };
 }
 
+/** The harness's own checkout (`.git` beside bench/), or the installed package's name and version. */
 function gitCommit(): string {
-  const git = (...args: string[]) => Bun.spawnSync(["git", ...args], { cwd: import.meta.dir, stderr: "ignore" });
-  const head = git("rev-parse", "--short", "HEAD");
-  if (head.exitCode !== 0) return "unknown";
-  const dirty = git("status", "--porcelain", "--untracked-files=no").stdout.toString().trim() !== "";
-  return head.stdout.toString().trim() + (dirty ? "+dirty" : "");
+  const root = join(import.meta.dir, "../..");
+  // An installed package has no .git: git would answer for whatever repository holds node_modules.
+  if (!existsSync(join(root, ".git"))) return packageVersion(root);
+  const git = (...args: string[]) => Bun.spawnSync(["git", ...args], { cwd: root, stderr: "ignore" });
+  try {
+    const head = git("rev-parse", "--short", "HEAD");
+    if (head.exitCode !== 0) return "unknown";
+    const dirty = git("status", "--porcelain", "--untracked-files=no").stdout.toString().trim() !== "";
+    return head.stdout.toString().trim() + (dirty ? "+dirty" : "");
+  } catch {
+    return "unknown"; // no git on this machine
+  }
+}
+
+function packageVersion(root: string): string {
+  try {
+    const { name, version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    return `${name}@${version} (installed package)`;
+  } catch {
+    return "unknown";
+  }
 }
 
 export function formatMachine(m: MachineInfo): string {

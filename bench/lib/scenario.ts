@@ -20,6 +20,8 @@ export interface ScenarioResult {
   figures: Figure[];
   /** Remarks printed under the table (placement fallbacks, verification). */
   notes: string[];
+  /** Contenders left out, each with why and how to install what it needs (printed after the notes). */
+  skipped?: string[];
   /** Per-round measurements, kept in the JSON output. */
   rounds?: unknown;
   /** Charts the scenario describes itself (full latency curves, growth); others are derived from the figures. */

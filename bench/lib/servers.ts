@@ -3,7 +3,8 @@
  * its own instance on a free loopback port, pinned like the session's peer process, and stops
  * it when disposed. Like fixtures, every server is registered for the last-resort cleanup and
  * also dies when its stdin closes (WATCHDOG), so none outlives the harness, even one killed
- * with SIGKILL. A missing binary is not an error: the peer is skipped with a note.
+ * with SIGKILL. A missing binary is not an error: the peer is skipped with a line saying how to
+ * install it.
  */
 import { onExit } from "./cleanup.ts";
 import { pinPrefix, type Placement } from "./placement.ts";
@@ -11,19 +12,36 @@ import { pinPrefix, type Placement } from "./placement.ts";
 /** Where Debian installs daemons (/usr/sbin) is not on every user's PATH. */
 const SEARCH_PATH = [process.env.PATH ?? "", "/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin"].join(":");
 
-/** Path of an executable, or null when it is not installed. */
-export function findBinary(name: string): string | null {
-  return Bun.which(name, { PATH: SEARCH_PATH });
+/** A broker's program: its name, the Debian package that has it, and the variable naming another one. */
+export interface ServerBinary {
+  binary: string;
+  debianPackage: string;
+  /** e.g. HERMES_NATS_SERVER=/opt/nats/nats-server: used instead of a search, for a server installed elsewhere. */
+  envVar: string;
+}
+
+export const NATS_SERVER: ServerBinary = { binary: "nats-server", debianPackage: "nats-server", envVar: "HERMES_NATS_SERVER" };
+export const REDIS_SERVER: ServerBinary = { binary: "redis-server", debianPackage: "redis-server", envVar: "HERMES_REDIS_SERVER" };
+
+/** Path of the server's executable ($envVar, else a search of PATH and the sbin folders), or null. */
+export function findServer(server: ServerBinary, env: Record<string, string | undefined> = process.env): string | null {
+  const chosen = env[server.envVar];
+  if (chosen) return Bun.which(chosen);
+  return Bun.which(server.binary, { PATH: SEARCH_PATH });
 }
 
 /**
- * A peer's reason to be skipped when `binary` is missing, else undefined.
+ * A peer's reason to be skipped when its server is missing, saying how to install it; else undefined.
  *
  * @example
- * const unavailable = () => missingBinary("nats-server", "nats-server");
+ * const unavailable = () => missingServer(NATS_SERVER);
+ * // "nats-server not found on PATH (Debian/Ubuntu: apt-get install nats-server; or set HERMES_NATS_SERVER=/path/to/nats-server)"
  */
-export function missingBinary(binary: string, debianPackage: string): string | undefined {
-  return findBinary(binary) ? undefined : `${binary} not found (Debian package ${debianPackage})`;
+export function missingServer(server: ServerBinary, env: Record<string, string | undefined> = process.env): string | undefined {
+  if (findServer(server, env)) return undefined;
+  const chosen = env[server.envVar];
+  if (chosen) return `${server.envVar}=${chosen} is not an executable file (unset it to search the PATH for ${server.binary})`;
+  return `${server.binary} not found on PATH (Debian/Ubuntu: apt-get install ${server.debianPackage}; or set ${server.envVar}=/path/to/${server.binary})`;
 }
 
 /**
@@ -41,8 +59,7 @@ export interface Server extends AsyncDisposable {
   readonly url: string;
 }
 
-interface ServerKind {
-  binary: string;
+interface ServerKind extends ServerBinary {
   scheme: string;
   /** Command-line arguments for a server on `port` with files (if any) in `dir`. */
   args(port: number, dir: string): string[];
@@ -51,7 +68,7 @@ interface ServerKind {
 }
 
 const NATS: ServerKind = {
-  binary: "nats-server",
+  ...NATS_SERVER,
   scheme: "nats",
   // Core NATS only: no JetStream (-js), no monitoring port, no cluster.
   args: (port) => ["-a", "127.0.0.1", "-p", String(port)],
@@ -59,7 +76,7 @@ const NATS: ServerKind = {
 };
 
 const REDIS: ServerKind = {
-  binary: "redis-server",
+  ...REDIS_SERVER,
   scheme: "redis",
   // No persistence: no RDB snapshots, no AOF; logs to stdout.
   args: (port, dir) => ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "", "--daemonize", "no"],
@@ -91,8 +108,8 @@ function freePort(): number {
 }
 
 async function startServer(kind: ServerKind, placement: Placement, dir: string, timeoutMs = 10_000): Promise<Server> {
-  const binary = findBinary(kind.binary);
-  if (!binary) throw new Error(`${kind.binary} not found`);
+  const binary = findServer(kind);
+  if (!binary) throw new Error(missingServer(kind));
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {

@@ -22,6 +22,7 @@ export async function runStandalone(
     const result = await run({ durationMs, rounds, quick });
     console.log(formatTable(result.figures));
     for (const note of result.notes) console.log(note);
+    for (const line of result.skipped ?? []) console.log(line);
   } finally {
     restore();
   }

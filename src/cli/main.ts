@@ -53,16 +53,16 @@ const COMMANDS: Record<string, Command> = {
 };
 
 /**
- * The benchmark harness lives in bench/ with dev-only dependencies (hdr-histogram-js, nats), so
- * an installed package has no bench/: say where it runs instead of a module-not-found trace.
+ * The benchmark harness, bench/ (shipped in the package), loaded only for this command. Should
+ * it be missing all the same (a trimmed install), say so instead of a module-not-found trace.
  */
 async function runBench(argv: string[]): Promise<number> {
-  const harness = new URL("../../bench/cli.ts", import.meta.url).pathname;
-  if (!existsSync(harness)) {
-    console.error("hermes-mesh bench: the benchmark harness runs from a clone of the repository, with its dev\ndependencies: git clone <repository> && cd hermes-mesh && npm ci && npx hermes-mesh bench --quick");
+  if (!existsSync(new URL("../../bench/cli.ts", import.meta.url))) {
+    console.error("hermes-mesh bench: the benchmark harness (bench/) is missing from this installation; reinstall the\npackage (npm install hermes-mesh), or run it from a clone of the repository: npm ci && npx hermes-mesh bench --quick");
     return 2;
   }
-  return (await import(harness)).runBenchCommand(argv);
+  const { runBenchCommand } = await import("../../bench/cli.ts");
+  return runBenchCommand(argv);
 }
 
 function help(): string {

@@ -6,12 +6,15 @@
  * runtime is missing is skipped, with the reason in the test name.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { ROUND_TRIP_PEERS, STREAM_PEERS, usable } from "../../bench/adapters/peers.ts";
 import { CumulativeAcks } from "../../bench/lib/acks.ts";
 import { runCleanups } from "../../bench/lib/cleanup.ts";
 import { UNPINNED } from "../../bench/lib/placement.ts";
 import { tempDir } from "../../bench/lib/scenario.ts";
-import { missingBinary } from "../../bench/lib/servers.ts";
+import { missingPackage } from "../../bench/lib/optional-package.ts";
+import { missingServer, type ServerBinary } from "../../bench/lib/servers.ts";
 
 // A test that fails or times out still disposes its session; should an await hang, this kills
 // every fixture and server and removes the temporary directories anyway (bun test fires no "exit").
@@ -67,39 +70,30 @@ describe("stream peers deliver exactly the messages sent", () => {
 });
 
 describe("availability", () => {
-  test("a missing server binary makes its peer unavailable, with one note naming the package", () => {
-    expect(missingBinary("hermes-no-such-server", "hermes-pkg")).toBe("hermes-no-such-server not found (Debian package hermes-pkg)");
-    expect(missingBinary("sh", "dash")).toBeUndefined();
+  const NO_SUCH: ServerBinary = { binary: "hermes-no-such-server", debianPackage: "hermes-pkg", envVar: "HERMES_NO_SUCH_SERVER" };
+
+  test("a missing server binary makes its peer unavailable, with one line saying how to install it", () => {
+    const howTo = "hermes-no-such-server not found on PATH (Debian/Ubuntu: apt-get install hermes-pkg; or set HERMES_NO_SUCH_SERVER=/path/to/hermes-no-such-server)";
+    expect(missingServer(NO_SUCH, {})).toBe(howTo);
+    expect(missingServer({ ...NO_SUCH, binary: "sh" }, {})).toBeUndefined();
     const present = { name: "present" };
-    const absent = { name: "absent", unavailable: () => missingBinary("hermes-no-such-server", "hermes-pkg") };
-    const { peers, notes } = usable([present, absent], "stream");
+    const absent = { name: "absent", unavailable: () => missingServer(NO_SUCH, {}) };
+    const { peers, skipped } = usable([present, absent], "stream");
     expect(peers).toEqual([present]);
-    expect(notes).toEqual(["stream: absent skipped: hermes-no-such-server not found (Debian package hermes-pkg)"]);
-  });
-});
-
-describe("CumulativeAcks", () => {
-  test("a burst keeps at most the window unacknowledged and ends when all are acknowledged", async () => {
-    const acks = new CumulativeAcks();
-    let sent = 0;
-    let maxInFlight = 0;
-    const done = acks.burst(1000, 64, (max) => {
-      const k = Math.min(max, 10);
-      sent += k;
-      maxInFlight = Math.max(maxInFlight, sent - acks.acked);
-      queueMicrotask(() => acks.update(acks.acked + k)); // the receiver acknowledges later
-      return k;
-    });
-    await done;
-    expect(sent).toBe(1000);
-    expect(acks.acked).toBe(1000);
-    expect(maxInFlight).toBeLessThanOrEqual(64);
+    expect(skipped).toEqual([`stream: peer absent skipped: ${howTo}`]);
   });
 
-  test("a failed receiver rejects the pending wait", async () => {
-    const acks = new CumulativeAcks();
-    const waiting = acks.until(10);
-    acks.fail(new Error("gone"));
-    expect(waiting).rejects.toThrow("gone");
+  test("the server's variable names the binary to use instead of a search", () => {
+    expect(missingServer(NO_SUCH, { HERMES_NO_SUCH_SERVER: "/bin/sh" })).toBeUndefined();
+    expect(missingServer({ ...NO_SUCH, binary: "sh" }, { HERMES_NO_SUCH_SERVER: "/nonexistent/server" })).toBe(
+      "HERMES_NO_SUCH_SERVER=/nonexistent/server is not an executable file (unset it to search the PATH for sh)",
+    );
+  });
+
+  test("a missing optional package makes its peer unavailable, with the npm command at the pinned version", () => {
+    expect(missingPackage("hdr-histogram-js")).toBeUndefined();
+    expect(missingPackage("hermes-no-such-package")).toBe("the hermes-no-such-package package is not installed (npm install hermes-no-such-package)");
+    const pinned = (JSON.parse(readFileSync(join(import.meta.dir, "../../package.json"), "utf8")) as { optionalDependencies: Record<string, string> }).optionalDependencies;
+    expect(pinned.nats).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });

@@ -1,11 +1,12 @@
 /**
  * The package as a user gets it: `npm pack`, then a global install into a temp prefix with only
- * Node on the PATH (the `hermes-mesh` command must find the Bun installed with it), and another
- * project that installs the tarball, writes README's actor and client into its own folder, runs
- * them with the installed command and imports `hermes-mesh` under Bun.
+ * Node on the PATH (the `hermes-mesh` command must find the Bun installed with it, and
+ * `hermes-mesh bench` must run from there), and another project that installs the tarball,
+ * writes README's actor and client into its own folder, runs them with the installed command
+ * and imports `hermes-mesh` under Bun.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { tempDir, waitFor } from "../helpers.ts";
 import { VERSION } from "../../src/version.ts";
@@ -34,7 +35,7 @@ function readmeBlock(first: string): string {
 let tarball = "";
 
 describe("the packed package", () => {
-  test("npm pack ships the sources, the launcher and the example actors, not tests or benches", () => {
+  test("npm pack ships the sources, the launcher, the example actors and the bench harness, not tests or bench output", () => {
     expect(Bun.which("bun", { PATH: NODE_ONLY_PATH })).toBeNull();
     const packed = run(["npm", "pack", "--json", "--pack-destination", dir.path], ROOT);
     expect(packed.code).toBe(0);
@@ -45,7 +46,9 @@ describe("the packed package", () => {
     expect(files).toContain("src/index.ts");
     expect(files).toContain("mesh/mesh-node.ts");
     expect(files).toContain("actors/mesh.yaml");
-    expect(files.some((f) => f.startsWith("test/") || f.startsWith("bench/"))).toBe(false);
+    expect(files).toContain("bench/cli.ts");
+    expect(files).toContain("bench/fixtures/nats-fixture.ts");
+    expect(files.some((f) => f.startsWith("test/") || f.startsWith("bench/results/"))).toBe(false);
   }, 60_000);
 
   test("a global install in a temp prefix runs `hermes-mesh` with only Node on the PATH", () => {
@@ -58,6 +61,28 @@ describe("the packed package", () => {
     const help = run([join(prefix, "bin", "hermes-mesh"), "--help"], dir.path);
     expect(help.out).toContain("hermes-mesh <command>");
   }, 120_000);
+
+  test("the installed `hermes-mesh bench` measures hermes and a mesh's actors against the raw socket, skips peers with how to install what they lack, writes nothing into the package", () => {
+    const prefix = join(dir.path, "prefix");
+    const installedPackage = join(prefix, "lib", "node_modules", "hermes-mesh");
+    // As an install with --omit=optional has it: no nats client. And no redis-server.
+    rmSync(join(installedPackage, "node_modules", "nats"), { recursive: true, force: true });
+    const cwd = join(dir.path, "bench-cwd");
+    mkdirSync(cwd);
+    // pingpong: the transport and the peers; hop: two actor processes of a real mesh.
+    const bench = run([join(prefix, "bin", "hermes-mesh"), "bench", "pingpong", "hop", "--quick", "--duration", "0.5"], cwd, { HERMES_REDIS_SERVER: join(dir.path, "no-redis-server") });
+    expect(bench.err).not.toContain("FAILED");
+    expect(bench.code).toBe(0);
+    expect(bench.out).toMatch(/^pingpong +hermes request p50 +same core .+ raw socket p50 /m);
+    expect(bench.out).toMatch(/^hop +actor hop p50 +same core .+ raw socket p50 /m);
+    expect(bench.out).toContain("pingpong: peer NATS request skipped: the nats package is not installed (npm install nats@");
+    expect(bench.out).toContain(`pingpong: peer Redis streams request skipped: HERMES_REDIS_SERVER=${join(dir.path, "no-redis-server")} is not an executable file`);
+    expect(bench.out).toContain(`commit hermes-mesh@${VERSION} (installed package)`);
+    // Charts go to the current directory, never into the (possibly read-only) package.
+    expect(bench.out).toContain(`in ${join(cwd, "hermes-mesh-bench")}`);
+    expect(readdirSync(join(cwd, "hermes-mesh-bench"))).toEqual(expect.arrayContaining(["pingpong.svg", "hop.svg"]));
+    expect(readdirSync(join(installedPackage, "bench"))).not.toContain("results");
+  }, 60_000);
 
   test("another project installs the tarball: README's actor runs under `hermes-mesh up` and its client imports the package", async () => {
     const app = join(dir.path, "app");
