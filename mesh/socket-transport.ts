@@ -1,6 +1,7 @@
 import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import { ErrorCode, HermesError } from "./errors.ts";
+import { Buffer } from "node:buffer";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { Connection, type ByteStream } from "./connection.ts";
 import type { ConnectionOptions } from "./handshake.ts";

@@ -1,6 +1,6 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
 import type { ServedRequest } from "../../mesh/requests.ts";
-import { createReply, MessageType, type Envelope } from "../../mesh/envelope.ts";
+import { createReply, MessageType, ttlDeadline, type Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
 import { memoryStore, stagedStore, type ActorStore } from "./actor-store.ts";
@@ -263,7 +263,7 @@ export class ActorRuntime<State = unknown> {
     try {
       if (handler) {
         const controller = new AbortController();
-        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, Date.now() + env.ttl, effects?.view);
+        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, ttlDeadline(env, Date.now()), effects?.view);
         await handler(env, ctx);
         if (effects) {
           this.#durable!.stage(env.message_id, effects.staged);
