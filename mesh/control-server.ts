@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { Logger } from "./logger.ts";
 import { createEvent, type Envelope, type Payload } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";

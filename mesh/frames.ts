@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { Packr, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { ControlType } from "./envelope.ts";
 import { timingSafeEqual } from "node:crypto";
