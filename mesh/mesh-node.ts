@@ -152,6 +152,11 @@ export class MeshNode {
     return node;
   }
 
+  /** Where this node listens for peers (the bound port included), when it listens. */
+  get endpoint(): string | undefined {
+    return this.#listener?.endpoint;
+  }
+
   /** Requests waiting for an answer, envelopes queued for destinations, handlers running. */
   get stats(): { pending: number; queued: number; inFlight: number; serving: number; deadLetters: number } {
     let queued = 0;

@@ -340,6 +340,9 @@ export async function dial(address: Address, options: ConnectionOptions): Promis
  */
 export const socketTransport: MeshTransport = {
   name: "socket",
-  listen: (endpoint, options) => listen(parseAddress(endpoint), { ...options, onConnection: options.onLink }),
+  listen: async (endpoint, options) => {
+    const listener = await listen(parseAddress(endpoint), { ...options, onConnection: options.onLink });
+    return { endpoint: formatAddress(listener.address), close: () => listener.close() };
+  },
   dial: (endpoint, options) => dial(parseAddress(endpoint), options),
 };

@@ -68,6 +68,8 @@ export interface MeshLink {
 
 /** A listening endpoint of a transport. */
 export interface LinkListener {
+  /** Where it listens, as dial takes it (with the port bound, for `tcp://host:0`). */
+  readonly endpoint: string;
   close(): Promise<void>;
 }
 
