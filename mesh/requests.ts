@@ -198,19 +198,35 @@ export class ServedRequest implements RequestContext {
    * anything else is 7). The deadline timer is armed only when the handler goes async. The one
    * place a request handler is invoked, for the control plane and for actors alike.
    */
-  async run(handler: () => Payload | Promise<Payload>, hooks: { beforeAnswer?(payload: Payload): void; onThrow?(error: unknown): void } = {}): Promise<void> {
+  run(handler: () => Payload | Promise<Payload>, hooks?: RunHooks): void | Promise<void> {
+    let result: Payload | Promise<Payload>;
     try {
-      let result = handler();
-      if (result instanceof Promise) {
-        this.startDeadline();
-        result = await result;
-      }
-      if (!this.#done && isPlainMap(result)) hooks.beforeAnswer?.(result);
-      this.respond(result);
+      result = handler();
     } catch (error) {
-      hooks.onThrow?.(error);
-      this.fail(error);
+      this.#thrown(error, hooks);
+      return;
     }
+    // A sync handler answers in this same call: no promise, no microtask on the hot path.
+    if (!(result instanceof Promise)) return this.#returned(result, hooks);
+    this.startDeadline();
+    return result.then((payload) => this.#returned(payload, hooks), (error) => this.#thrown(error, hooks));
+  }
+
+  #returned(payload: Payload, hooks: RunHooks | undefined): void {
+    if (hooks?.beforeAnswer && !this.#done && isPlainMap(payload)) {
+      try {
+        hooks.beforeAnswer(payload);
+      } catch (error) {
+        this.#thrown(error, hooks);
+        return;
+      }
+    }
+    this.respond(payload);
+  }
+
+  #thrown(error: unknown, hooks: RunHooks | undefined): void {
+    hooks?.onThrow?.(error);
+    this.fail(error);
   }
 
   /** Stops the handler (signal) and answers with `reason` now; a late result is dropped. */
@@ -254,6 +270,12 @@ export interface RequestOptions extends EnvelopeOptions {
   onProgress?: (payload: Payload, envelope: Envelope) => void;
 }
 
+
+/** What ServedRequest.run calls around the handler: before its answer goes (a durable commit), and when it threw. */
+export interface RunHooks {
+  beforeAnswer?(payload: Payload): void;
+  onThrow?(error: unknown): void;
+}
 
 /**
  * A new request envelope and how long its sender waits: the timeout defaults to the ttl (60 s),

@@ -82,7 +82,7 @@ export function removeSocketFile(path: string): void {
 
 async function socketAnswers(path: string): Promise<boolean> {
   try {
-    const stream = await socketRuntime().connect({ path }, () => ({ data() {}, drain() {}, close() {} }));
+    const stream = await socketRuntime().connect({ path }, () => ({ handleData() {}, handleDrain() {}, handleClose() {} }));
     stream.end();
     return true;
   } catch {
@@ -92,12 +92,12 @@ async function socketAnswers(path: string): Promise<boolean> {
 
 // ---- the socket adapter: the only place that knows which runtime's sockets are in use ----
 
-/** What the owner of a stream is told. */
+/** What the owner of a stream is told (a Connection is one: its methods are called directly). */
 export interface StreamEvents {
-  data(chunk: Uint8Array): void;
+  handleData(chunk: Uint8Array): void;
   /** The stream has room again after a short write. */
-  drain(): void;
-  close(error?: Error): void;
+  handleDrain(): void;
+  handleClose(error?: Error): void;
 }
 
 /** A listening socket of some runtime. */
@@ -142,10 +142,10 @@ function bunHandlers(onOpen: (stream: ByteStream) => StreamEvents) {
     open(socket: S & ByteStream) {
       socket.data = { events: onOpen(socket) };
     },
-    data: (socket: S, chunk: Uint8Array) => socket.data.events?.data(chunk),
-    drain: (socket: S) => socket.data.events?.drain(),
-    close: (socket: S, error?: Error) => socket.data.events?.close(error),
-    error: (socket: S, error: Error) => socket.data?.events?.close(error),
+    data: (socket: S, chunk: Uint8Array) => socket.data.events?.handleData(chunk),
+    drain: (socket: S) => socket.data.events?.handleDrain(),
+    close: (socket: S, error?: Error) => socket.data.events?.handleClose(error),
+    error: (socket: S, error: Error) => socket.data?.events?.handleClose(error),
     end: (socket: S) => socket.end(),
   };
 }
@@ -202,11 +202,11 @@ function wireNodeSocket(socket: Socket, onOpen: (stream: ByteStream) => StreamEv
   };
   const events = onOpen(stream);
   let failure: Error | undefined;
-  socket.on("data", (chunk: Buffer) => events.data(chunk));
-  socket.on("drain", () => events.drain());
+  socket.on("data", (chunk: Buffer) => events.handleData(chunk));
+  socket.on("drain", () => events.handleDrain());
   socket.on("error", (error) => (failure = error));
   socket.on("end", () => socket.end());
-  socket.on("close", () => events.close(failure));
+  socket.on("close", () => events.handleClose(failure));
   return stream;
 }
 
@@ -270,34 +270,22 @@ export class Listener {
   }
 }
 
-/** A Connection on a new stream, its events wired to it. */
-function connectionOn(stream: ByteStream, role: "dialer" | "acceptor", options: ConnectionOptions): { connection: Connection; events: StreamEvents } {
-  const connection = new Connection(stream, role, options);
-  return {
-    connection,
-    events: {
-      data: (chunk) => connection.handleData(chunk),
-      drain: () => connection.handleDrain(),
-      close: (error) => connection.handleClose(error),
-    },
-  };
-}
 
 /** Starts listening on a Unix socket path (made 0600, directory 0700, stale file replaced) or a TCP port. */
 export async function listen(address: Address, options: ListenOptions): Promise<Listener> {
   const maxConnections = options.maxConnections ?? 4096;
   const listener = new Listener(address);
   const onOpen = (stream: ByteStream): StreamEvents => {
-    const { connection, events } = connectionOn(stream, "acceptor", options);
+    const connection = new Connection(stream, "acceptor", options);
     if (listener.connections.size >= maxConnections) {
       connection.destroy(new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "too many connections", { resource: "connections", limit: maxConnections }));
       stream.end();
-      return events;
+      return connection;
     }
     listener.connections.add(connection);
     connection.closed.then(() => listener.connections.delete(connection));
     connection.ready.then(() => options.onConnection(connection), () => {});
-    return events;
+    return connection;
   };
   const sockets = socketRuntime();
   if ("path" in address) {
@@ -316,11 +304,7 @@ export async function listen(address: Address, options: ListenOptions): Promise<
 export async function dial(address: Address, options: ConnectionOptions): Promise<Connection> {
   let connection: Connection | undefined;
   try {
-    await socketRuntime().connect(address, (stream) => {
-      const opened = connectionOn(stream, "dialer", options);
-      connection = opened.connection;
-      return opened.events;
-    });
+    await socketRuntime().connect(address, (stream) => (connection = new Connection(stream, "dialer", options)));
   } catch (error) {
     throw new HermesError(ErrorCode.UNAVAILABLE, `cannot connect to ${formatAddress(address)}: ${(error as Error).message}`, {
       retry_after_ms: 100,

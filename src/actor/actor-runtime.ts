@@ -199,7 +199,7 @@ export class ActorRuntime<State = unknown> {
     const effects = this.#effects();
     const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline, effects?.view);
     try {
-      await served.run(() => handler(served.request, ctx), {
+      const answering = served.run(() => handler(served.request, ctx), {
         // Committed with its answer (one transaction) before the answer goes. A commit the disk
         // refuses throws code 6: answered as the handler's error and recorded nowhere, so a
         // resend runs again.
@@ -212,6 +212,7 @@ export class ActorRuntime<State = unknown> {
           if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
         },
       });
+      if (answering) await answering;
     } finally {
       if (effects) this.#afterCommit(id, effects);
     }
