@@ -47,7 +47,26 @@ async function build(log?: Logger): Promise<string> {
     rmSync(staging, { recursive: true, force: true });
   }
   log?.debug("actor host bundled", { file });
+  pruneOldBundles(dirname(dir), dir);
   return file;
+}
+
+/**
+ * Each change of the sources builds a new bundle; without pruning a working copy's cache grows
+ * by a few MB per edit. The newest few stay: a mesh of an older version still running restarts
+ * its actors from its own.
+ */
+function pruneOldBundles(root: string, current: string, keep = 4): void {
+  try {
+    const bundles = readdirSync(root)
+      .filter((name) => name.startsWith("actor-host-") && !name.endsWith(".tmp"))
+      .map((name) => join(root, name))
+      .filter((path) => path !== current)
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+    for (const old of bundles.slice(keep - 1)) rmSync(old, { recursive: true, force: true });
+  } catch {
+    // Best effort: a cache that cannot be pruned still works.
+  }
 }
 
 /** node_modules/.cache/hermes-mesh of this installation (so `msgpackr-extract` resolves), else the temp dir. */
