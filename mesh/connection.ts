@@ -32,6 +32,9 @@ export class EnvelopeHandoff<H extends (env: Envelope, seq: number, ...rest: nev
   }
 }
 
+/** Shared by every wait that has nothing to wait for. */
+const READY: Promise<void> = Promise.resolve();
+
 /** Frames from this size on count against the receive byte budget (small ones are bounded by the window). */
 const BIG_FRAME_BYTES = 64 * 1024;
 
@@ -201,6 +204,16 @@ export class Connection implements MeshLink {
    */
   whenWritable(lowWater = 0): Promise<void> {
     return this.#waiters.whenWritable(lowWater);
+  }
+
+  /** True while a producer may go on sending (see CreditWaiters.hasRoom). */
+  get hasRoom(): boolean {
+    return this.#state === "closed" || this.#waiters.hasRoom;
+  }
+
+  /** Resolves at once while there is room; else once the backlog has fallen to half of it. */
+  whenRoom(): Promise<void> {
+    return this.hasRoom ? READY : this.#waiters.whenRoom();
   }
 
   /** Resolves true when every sent envelope has been acknowledged; false after `timeoutMs` or a close. */

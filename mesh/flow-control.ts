@@ -376,7 +376,7 @@ export class SendWindow {
  */
 export class CreditWaiters {
   #window: SendWindow;
-  #writable: Array<{ lowWater: number; resolve: () => void }> = [];
+  #writable: Array<{ lowWater: number; lowWaterBytes: number; resolve: () => void }> = [];
   #acknowledged: Array<() => void> = [];
   #closed = false;
 
@@ -388,11 +388,29 @@ export class CreditWaiters {
     return this.#window.inFlight === 0 && this.#window.backlogged === 0;
   }
 
-  whenWritable(lowWater: number): Promise<void> {
-    if (this.#closed || this.#window.backlogged <= lowWater) return Promise.resolve();
+  /**
+   * True while a producer may go on sending: at most a window's worth of envelopes, and half
+   * the byte budget, wait for credit, far below the hard limits at which send() refuses (code 6).
+   */
+  get hasRoom(): boolean {
+    return this.#closed || this.#below(this.#window.window, this.#window.maxBytes / 2);
+  }
+
+  /** Resolves once the backlog has fallen to half of the room (the hysteresis keeps producers from waking per ack). */
+  whenRoom(): Promise<void> {
+    return this.whenWritable(this.#window.window >> 1, this.#window.maxBytes / 4);
+  }
+
+  /** Resolves once at most `lowWater` envelopes (and `lowWaterBytes` bytes) wait for credit. */
+  whenWritable(lowWater: number, lowWaterBytes = Infinity): Promise<void> {
+    if (this.#closed || this.#below(lowWater, lowWaterBytes)) return Promise.resolve();
     const { promise, resolve } = Promise.withResolvers<void>();
-    this.#writable.push({ lowWater, resolve });
+    this.#writable.push({ lowWater, lowWaterBytes, resolve });
     return promise;
+  }
+
+  #below(lowWater: number, lowWaterBytes: number): boolean {
+    return this.#window.backlogged <= lowWater && this.#window.backlogBytes <= lowWaterBytes;
   }
 
   /** Resolves true when everything sent was acknowledged, false after `timeoutMs` or on close with some left. */
@@ -410,11 +428,10 @@ export class CreditWaiters {
   /** Credit came back: wake whoever it satisfies. */
   onAcked(): void {
     if (this.#writable.length > 0) {
-      const backlog = this.#window.backlogged;
       const waiting = this.#writable;
       this.#writable = [];
       for (const waiter of waiting) {
-        if (backlog <= waiter.lowWater) waiter.resolve();
+        if (this.#below(waiter.lowWater, waiter.lowWaterBytes)) waiter.resolve();
         else this.#writable.push(waiter);
       }
     }

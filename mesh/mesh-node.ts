@@ -99,6 +99,9 @@ export interface MeshNodeOptions {
 /** Options of a request sent through the mesh. */
 
 
+/** The answer of every wait that has nothing to wait for. */
+const READY: Promise<void> = Promise.resolve();
+
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
 const FAILURE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNKNOWN, ErrorCode.TASK_TIMEOUT, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE]);
 
@@ -253,6 +256,22 @@ export class MeshNode {
       if (error instanceof HermesError && error.code === ErrorCode.UNROUTABLE) return 0;
       throw error;
     }
+  }
+
+  /**
+   * Resolves at once while every destination has room; else once each has taken enough. A
+   * producer that awaits it between sends never piles up envelopes and never gets code 6:
+   *
+   * @example
+   * for (let i = 0; i < 1_000_000; i++) {
+   *   node.emit({ target_agent: "sink" }, { i });
+   *   await node.writable();
+   * }
+   */
+  writable(): Promise<void> {
+    let waits: Promise<void>[] | undefined;
+    for (const link of this.#links.values()) if (!link.hasRoom) (waits ??= []).push(link.whenRoom());
+    return waits ? Promise.all(waits).then(() => undefined) : READY;
   }
 
   /** The registry says `address` is (back) up: links waiting for it try at once. */

@@ -34,6 +34,9 @@ export class DeadLetters {
   }
 }
 
+/** Envelopes a link holds for a destination being dialled before producers are asked to wait. */
+const ROOM_WHILE_AWAY = 4096;
+
 /** How a link finds and treats its destination. */
 export interface PeerLinkOptions {
   /** Destination address, for errors and logs. */
@@ -79,6 +82,7 @@ export class PeerLink {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #failures = 0;
   #closed = false;
+  #opened: PromiseWithResolvers<void> | undefined;
   #lastError: HermesError | undefined;
 
   constructor(options: PeerLinkOptions) {
@@ -136,13 +140,40 @@ export class PeerLink {
   }
 
   /** Closes the connection; what is still queued is returned to the caller. */
+  /**
+   * True while a producer may go on sending: the connection has room, or, while the
+   * destination is being dialled, fewer than ROOM_WHILE_AWAY envelopes wait for it.
+   */
+  get hasRoom(): boolean {
+    if (this.#closed) return true;
+    const connection = this.connection;
+    return connection ? connection.hasRoom : this.#queue.length < ROOM_WHILE_AWAY;
+  }
+
+  /** Resolves at once while there is room; else when the destination has taken enough (or the link closed). */
+  async whenRoom(): Promise<void> {
+    while (!this.hasRoom) {
+      const connection = this.connection;
+      if (connection) await connection.whenRoom();
+      else await (this.#opened ??= Promise.withResolvers<void>()).promise;
+    }
+  }
+
   async close(): Promise<Envelope[]> {
     this.#closed = true;
+    this.#wakeOpened();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     const left = [...this.#queue];
     this.#queue = [];
     await this.#connection?.close();
     return left;
+  }
+
+  /** Producers waiting for a destination that was away: it is back (or the link is gone). */
+  #wakeOpened(): void {
+    const opened = this.#opened;
+    this.#opened = undefined;
+    opened?.resolve();
   }
 
   #ensureDialing(): void {
@@ -173,6 +204,7 @@ export class PeerLink {
   #adopt(connection: MeshLink): void {
     this.#connection = connection;
     this.#failures = 0;
+    this.#wakeOpened();
     connection.onEnvelope = this.#options.onEnvelope;
     connection.onAcknowledged = this.#options.onAcknowledged;
     connection.onUnsendable = this.#options.onUnsendable;

@@ -61,6 +61,10 @@ export interface MeshLink {
   send(env: Envelope, settles?: number): void;
   /** Acknowledges a received envelope once it has been handled. */
   settle(seq: number): void;
+  /** True while a producer may go on sending without piling up (backpressure). */
+  readonly hasRoom: boolean;
+  /** Resolves at once while there is room, else once the peer has taken enough. */
+  whenRoom(): Promise<void>;
   /** What was sent and not acknowledged, for redelivery after the link broke. */
   unacknowledged(): Envelope[];
   close(): Promise<void>;

@@ -13,10 +13,27 @@ export interface MeshClient {
   readonly address: string;
   /** Sends a request; resolves with the response envelope, rejects with a HermesError. */
   request(to: Destination, payload: Payload, options?: RequestOptions): Promise<Envelope>;
-  /** Sends an event to one destination. */
-  send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
-  /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */
+  /**
+   * Sends an event to one destination. The promise is backpressure: it resolves at once while
+   * the destination has room, later when it has taken enough. Await it in a loop and the loop
+   * never piles up or fails; ignore it and sends past the hard limit throw code 6.
+   *
+   * @example
+   * for (let i = 0; i < 1_000_000; i++) await mesh.send("sink", { i });
+   */
+  send(to: Destination, payload: Payload, options?: EnvelopeOptions): Promise<void>;
+  /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. Pair with `writable()` in a loop. */
   publish(topic: string, payload: Payload, options?: EnvelopeOptions): number;
+  /**
+   * Resolves at once while every destination has room, else once they have taken enough.
+   *
+   * @example
+   * for (const reading of readings) {
+   *   mesh.publish("sensors.temp", reading);
+   *   await mesh.writable();
+   * }
+   */
+  writable(): Promise<void>;
   /** Receives events on topics matching `pattern` (`*` one level, `#` any levels). Returns an unsubscribe function. */
   subscribe(pattern: string, handler: (event: Envelope) => void): Promise<() => Promise<void>>;
   /** Envelopes this client gave up on after `maxAttempts` deliveries, newest last. */
@@ -72,7 +89,11 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
     address,
     registry: member.registry,
     request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
-    send: (to, payload, eventOptions) => void node.emit(toRoute(to), payload, eventOptions),
+    send: (to, payload, eventOptions) => {
+      node.emit(toRoute(to), payload, eventOptions);
+      return node.writable();
+    },
+    writable: () => node.writable(),
     publish: (topic, payload, eventOptions) => node.publish(topic, payload, eventOptions),
     deadLetters: () => node.deadLetters(),
     async subscribe(pattern, handler) {
