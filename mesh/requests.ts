@@ -17,9 +17,58 @@ interface Pending {
   resolve: (response: Envelope) => void;
   reject: (error: HermesError) => void;
   onProgress?: WaitOptions["onProgress"];
-  timer: ReturnType<typeof setTimeout>;
+  /** The deadline bucket it waits in (see DeadlineBuckets). */
+  bucket: number;
+  timeoutMs: number;
   onAbort?: () => void;
   signal?: AbortSignal;
+}
+
+/** Deadlines are kept to this grain: a request times out at most this much after its deadline. */
+const DEADLINE_GRAIN_MS = 10;
+
+/**
+ * One timer per 10 ms of deadlines instead of one per request: requests whose deadlines fall in
+ * the same slot share it (a timer and its clear cost more than the rest of the bookkeeping of a
+ * round trip). A slot's timer is cleared once it holds nobody, so nothing keeps a process alive.
+ */
+class DeadlineBuckets {
+  #slots = new Map<number, { ids: Set<string>; timer: ReturnType<typeof setTimeout> }>();
+  #expire: (id: string) => void;
+
+  constructor(expire: (id: string) => void) {
+    this.#expire = expire;
+  }
+
+  /** Files `id` under the slot at or after now + timeoutMs; returns the slot. */
+  add(id: string, timeoutMs: number): number {
+    const now = Date.now();
+    const at = Math.ceil((now + timeoutMs) / DEADLINE_GRAIN_MS) * DEADLINE_GRAIN_MS;
+    let slot = this.#slots.get(at);
+    if (!slot) {
+      slot = { ids: new Set(), timer: setTimeout(() => this.#fire(at), at - now) };
+      this.#slots.set(at, slot);
+    }
+    slot.ids.add(id);
+    return at;
+  }
+
+  remove(id: string, at: number): void {
+    const slot = this.#slots.get(at);
+    if (!slot) return;
+    slot.ids.delete(id);
+    if (slot.ids.size === 0) {
+      clearTimeout(slot.timer);
+      this.#slots.delete(at);
+    }
+  }
+
+  #fire(at: number): void {
+    const slot = this.#slots.get(at);
+    if (!slot) return;
+    this.#slots.delete(at);
+    for (const id of slot.ids) this.#expire(id);
+  }
 }
 
 /**
@@ -29,6 +78,10 @@ interface Pending {
  */
 export class PendingRequests {
   #pending = new Map<string, Pending>();
+  #deadlines = new DeadlineBuckets((id) => {
+    const pending = this.#pending.get(id);
+    if (pending) this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${pending.timeoutMs} ms`, { timeout_ms: pending.timeoutMs }));
+  });
   /** Called when a request is given up (deadline, abort) so the peer can be told to cancel. */
   #onGiveUp: (request: Envelope, error: HermesError) => void;
 
@@ -51,7 +104,8 @@ export class PendingRequests {
       resolve,
       reject,
       onProgress: options.onProgress,
-      timer: setTimeout(() => this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })), timeoutMs),
+      bucket: this.#deadlines.add(id, timeoutMs),
+      timeoutMs,
     };
     if (options.signal) {
       pending.signal = options.signal;
@@ -112,7 +166,7 @@ export class PendingRequests {
     const pending = this.#pending.get(id);
     if (!pending) return undefined;
     this.#pending.delete(id);
-    clearTimeout(pending.timer);
+    this.#deadlines.remove(id, pending.bucket);
     if (pending.onAbort) pending.signal!.removeEventListener("abort", pending.onAbort);
     return pending;
   }
