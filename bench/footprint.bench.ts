@@ -4,7 +4,7 @@
  *   is when every actor is ready (children start in order, each waiting for the previous
  *   one's ready line); then every instance must answer a request. Baseline: as many bare Bun
  *   children spawned one after the other, each waited for until its first line.
- * - Memory: VmRSS (also RssAnon and Pss) from /proc of every actor of the largest mesh after
+ * - Memory: VmRSS (also RssAnon and, from smaps_rollup, Pss) from /proc of every actor of the largest mesh after
  *   it has been idle a while, against an idle `bun -e "setInterval(...)"` and the same with
  *   msgpackr, zod and hono loaded, started and read at the same moments.
  * Sizes run in a rotating order each round. This process and the actors use both cores.
@@ -132,11 +132,20 @@ export async function runFootprint(options: ScenarioOptions): Promise<ScenarioRe
       { scenario: "footprint", name: "idle actor private RSS (RssAnon) median", placement: placement.name, unit: "MB", value: of("anon"), better: "lower",
         baseline: { name: "idle bare Bun RssAnon", value: bare.anon } },
       { scenario: "footprint", name: "bun + msgpackr, zod, hono RSS", placement: placement.name, unit: "MB", value: libs.rss, better: "lower",
-        baseline: { name: "idle bare Bun RSS", value: bare.rss }, detail: { anonMB: libs.anon, fileMB: libs.file } },
+        baseline: { name: "idle bare Bun RSS", value: bare.rss }, detail: { anonMB: libs.anon, fileMB: libs.file, pssMB: libs.pss } },
     );
     if (bare.pss !== undefined && actors.every((m) => m.pss !== undefined)) {
       figures.push({ scenario: "footprint", name: `idle actor PSS median (${actors.length} actors)`, placement: placement.name, unit: "MB", value: of("pss"), better: "lower",
-        baseline: { name: "idle bare Bun PSS", value: bare.pss } });
+        baseline: { name: "idle bare Bun PSS", value: bare.pss }, detail: { pssMB: actors.map((m) => m.pss) } });
+      // Shared pages are divided among every process mapping them (these actors, the baselines,
+      // this harness), so a PSS is read against the bare Bun's of the same moment; the actors'
+      // sum is what they cost together.
+      const total = actors.reduce((sum, m) => sum + m.pss!, 0);
+      notes.push(
+        `footprint: PSS (shared pages divided among the processes mapping them): actor median ${of("pss").toFixed(1)} MB, ` +
+          `${actors.length} actors together ${total.toFixed(1)} MB, bare Bun ${bare.pss.toFixed(1)} MB, ` +
+          `with msgpackr, zod, hono ${libs.pss?.toFixed(1) ?? "n/a"} MB`,
+      );
     }
     notes.push(
       `footprint: RSS = private (RssAnon) + file-backed pages (RssFile, mostly the Bun executable, shared by every Bun process): ` +

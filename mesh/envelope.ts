@@ -1,4 +1,5 @@
-import { z } from "zod";
+import { createRequire } from "node:module";
+import type { z } from "zod";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { newMessageId } from "./ids.ts";
 
@@ -59,54 +60,128 @@ export const DEFAULT_TTL_MS = 60_000;
 /** Default priority: middle of 0..9. */
 export const DEFAULT_PRIORITY = 5;
 
-const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/i, "must be a ULID (26 Crockford base32 characters)");
-const address = z.string().min(1);
-const int = z.number().int();
+/*
+ * zod on demand. The wire's zod schemas (the envelope here, hello in handshake.ts, registry
+ * updates in registry.ts) are the single source of truth for their shapes, but a mesh member
+ * checks what it receives with hand-written checks that agree with them (test/conformance,
+ * test/mesh/schema-checks.test.ts): zod runs only to explain a refusal, or when a program uses a
+ * schema itself. Loaded, zod is a few MB of every idle actor (bench/footprint.bench.ts), so
+ * nothing on an actor's path imports it: each schema is built on its first use, and zod is
+ * required synchronously then, from this installation (`createRequire`, which Bun, Node and Deno
+ * all have; the actor host's bundle keeps this module's source location for it, so zod resolves
+ * from node_modules there as well).
+ */
+
+/** The `z` namespace of zod. */
+export type Zod = typeof z;
+
+let zod: Zod | undefined;
+
+/** zod itself, loaded the first time anything asks for it. @internal: for the schemas of handshake.ts and registry.ts. */
+export function loadZod(): Zod {
+  return (zod ??= (createRequire(import.meta.url)("zod") as { z: Zod }).z);
+}
+
+/**
+ * A value built with zod once, the first time the returned function is called.
+ * @internal: for the schemas of handshake.ts and registry.ts.
+ *
+ * @example
+ * const helloSchema = withZod((z) => z.looseObject({ message_type: z.literal("hello") }));
+ * helloSchema().safeParse(frame);
+ */
+export function withZod<T>(build: (z: Zod) => T): () => T {
+  let built: { value: T } | undefined;
+  return () => (built ??= { value: build(loadZod()) }).value;
+}
+
+/**
+ * A schema that behaves as `schema()` in every way (`parse`, `safeParse`, `shape`, `instanceof`,
+ * composition into other schemas) but is built, and zod loaded, only on its first use: what a
+ * module exports as its schema while its own hot path never touches it.
+ * @internal: for the schemas of handshake.ts and registry.ts.
+ *
+ * @example
+ * export const HelloSchema = lazySchema(helloSchema);
+ * HelloSchema.safeParse(frame).success; // zod is loaded here, not at import
+ */
+export function lazySchema<S extends object>(schema: () => S): S {
+  // The target is a stand-in: every trap answers for the real schema. Descriptors are reported
+  // configurable, which a proxy must do for properties its target does not have.
+  return new Proxy({} as S, {
+    get: (_, key) => Reflect.get(schema(), key),
+    set: (_, key, value) => Reflect.set(schema(), key, value),
+    has: (_, key) => Reflect.has(schema(), key),
+    ownKeys: () => Reflect.ownKeys(schema()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(schema(), key);
+      return descriptor && { ...descriptor, configurable: true };
+    },
+    defineProperty: (_, key, descriptor) => Reflect.defineProperty(schema(), key, descriptor),
+    deleteProperty: (_, key) => Reflect.deleteProperty(schema(), key),
+    getPrototypeOf: () => Reflect.getPrototypeOf(schema()),
+  });
+}
 
 /** A payload is a map: arrays, strings, null and other scalars at the top are rejected (code 2). */
-export const PayloadSchema = z.record(z.string(), z.unknown());
+const payloadSchema = (z: Zod) => z.record(z.string(), z.unknown());
+
+/** See {@link EnvelopeSchema}. Built on first use: an actor checks envelopes with {@link isValidEnvelope}. */
+const envelopeSchema = withZod((z) => {
+  const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/i, "must be a ULID (26 Crockford base32 characters)");
+  const address = z.string().min(1);
+  const int = z.number().int();
+  return z
+    .looseObject({
+      message_id: ulid,
+      message_type: z.enum(ENVELOPE_TYPES as [MessageType, ...MessageType[]]),
+      trace_id: z.string().min(1),
+      source_agent: address,
+      target_agent: address.optional(),
+      topic: address.optional(),
+      capability: address.optional(),
+      reply_to: address.optional(),
+      correlation_id: z.string().optional(),
+      context_id: z.string().optional(),
+      priority: int.min(0).max(9).optional(),
+      timestamp: int.min(0),
+      ttl: int,
+      attempt: int.min(1).optional(),
+      seq: int.min(1).optional(),
+      headers: z.record(z.string(), z.string()).optional(),
+      payload: payloadSchema(z),
+    })
+    .superRefine((env, ctx) => {
+      if (env.target_agent === undefined && env.topic === undefined && env.capability === undefined) {
+        ctx.addIssue({ code: "custom", message: "one of target_agent, topic or capability is required", path: ["target_agent"] });
+      }
+      if (env.message_type === MessageType.REQUEST && env.reply_to === undefined) {
+        ctx.addIssue({ code: "custom", message: "a request needs reply_to", path: ["reply_to"] });
+      }
+      if (
+        (env.message_type === MessageType.RESPONSE ||
+          env.message_type === MessageType.ERROR ||
+          env.message_type === MessageType.PROGRESS ||
+          env.message_type === MessageType.CANCEL) &&
+        env.correlation_id === undefined
+      ) {
+        ctx.addIssue({ code: "custom", message: `a ${env.message_type} needs correlation_id`, path: ["correlation_id"] });
+      }
+    });
+});
+
+/** A payload map, as a schema (zod is loaded on its first use). */
+export const PayloadSchema = lazySchema(withZod(payloadSchema));
 
 /**
  * The Hermes envelope (docs/protocol.md §3), the single source of truth for its shape.
- * Unknown fields are kept: the protocol grows only by adding optional fields.
+ * Unknown fields are kept: the protocol grows only by adding optional fields. zod is loaded on
+ * its first use; receiving envelopes does not use it ({@link isValidEnvelope}).
+ *
+ * @example
+ * EnvelopeSchema.safeParse(frame).success; // the reference; isValidEnvelope(frame) agrees
  */
-export const EnvelopeSchema = z
-  .looseObject({
-    message_id: ulid,
-    message_type: z.enum(ENVELOPE_TYPES as [MessageType, ...MessageType[]]),
-    trace_id: z.string().min(1),
-    source_agent: address,
-    target_agent: address.optional(),
-    topic: address.optional(),
-    capability: address.optional(),
-    reply_to: address.optional(),
-    correlation_id: z.string().optional(),
-    context_id: z.string().optional(),
-    priority: int.min(0).max(9).optional(),
-    timestamp: int.min(0),
-    ttl: int,
-    attempt: int.min(1).optional(),
-    seq: int.min(1).optional(),
-    headers: z.record(z.string(), z.string()).optional(),
-    payload: PayloadSchema,
-  })
-  .superRefine((env, ctx) => {
-    if (env.target_agent === undefined && env.topic === undefined && env.capability === undefined) {
-      ctx.addIssue({ code: "custom", message: "one of target_agent, topic or capability is required", path: ["target_agent"] });
-    }
-    if (env.message_type === MessageType.REQUEST && env.reply_to === undefined) {
-      ctx.addIssue({ code: "custom", message: "a request needs reply_to", path: ["reply_to"] });
-    }
-    if (
-      (env.message_type === MessageType.RESPONSE ||
-        env.message_type === MessageType.ERROR ||
-        env.message_type === MessageType.PROGRESS ||
-        env.message_type === MessageType.CANCEL) &&
-      env.correlation_id === undefined
-    ) {
-      ctx.addIssue({ code: "custom", message: `a ${env.message_type} needs correlation_id`, path: ["correlation_id"] });
-    }
-  });
+export const EnvelopeSchema = lazySchema(envelopeSchema);
 
 /** A valid envelope. */
 export type Envelope = z.infer<typeof EnvelopeSchema>;
@@ -120,7 +195,8 @@ const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
  * The hot-path check: the same rules as {@link EnvelopeSchema}, written out so that a
  * million envelopes a second can be checked without building zod issue lists. The schema
  * stays the source of truth; a test runs both over the conformance vectors and random
- * envelopes and requires them to agree. Only when this says no does zod run, to explain why.
+ * envelopes and requires them to agree. Only when this says no does zod run (and load), to
+ * explain why.
  */
 export function isValidEnvelope(v: any): v is Envelope {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
@@ -155,7 +231,7 @@ export function isValidEnvelope(v: any): v is Envelope {
  */
 export function parseEnvelope(value: unknown): Envelope {
   if (isValidEnvelope(value)) return value;
-  const result = EnvelopeSchema.safeParse(value);
+  const result = envelopeSchema().safeParse(value);
   if (result.success) return result.data;
   throw invalidEnvelopeError(result.error);
 }

@@ -1,7 +1,8 @@
 import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { Packr, Unpackr } from "msgpackr";
+import { C1, Packr, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";
+import { MsgpackExt, MsgpackTimestamp, UnreadableValue, readExactly, unpackExact } from "./msgpack-values.ts";
 
 /** Codec names. `msgpack` (plain maps) is mandatory; `msgpackr-records` is the fast path between Bun peers. */
 export const CodecName = {
@@ -20,39 +21,79 @@ export const MAX_PAYLOAD_DEPTH = 512;
 
 /**
  * Refuses a payload that nests maps and arrays deeper than `limit` levels (or refers to
- * itself), with code 2 naming where. Deep values crash recursive encoders and decoders and
- * every recursive reader after them, so they are stopped where they enter; the walk stops at
- * the limit, so it costs nothing like the payload's size for a flat one.
+ * itself), or that holds a value MessagePack cannot carry or JavaScript could not be given,
+ * with code 2 naming where (docs/protocol.md §3, "payload values"). Deep values crash recursive
+ * encoders and decoders and every recursive reader after them, so they are stopped where they
+ * enter; the walk stops at the limit, so it costs nothing like the payload's size for a flat one.
+ * Sending, it refuses a BigInt beyond 64 bits, a symbol, a function or a Promise; receiving, what
+ * a decoder could not read as a value (a timestamp with 10^9 nanoseconds, a map keyed by an
+ * array, the byte 0xc1).
  *
  * @example
  * checkPayloadDepth({ a: { b: 1 } });        // fine
  * checkPayloadDepth(deeplyNested, 512);      // throws code 2: "payload.a.a.a… nests deeper than 512 levels"
+ * checkPayloadDepth({ v: 2n ** 64n });       // throws code 2: "payload.v: 18446744073709551616 does not fit in 64 bits …"
  */
 export function checkPayloadDepth(payload: unknown, limit = MAX_PAYLOAD_DEPTH): void {
   const path: string[] = [];
-  if (!nestsBeyond(payload, limit, path)) return;
+  const problem = problemIn(payload, limit, path);
+  if (problem === undefined) return;
   const shown = path.reverse();
   const where = ["payload", ...shown.slice(0, 6)].join(".") + (shown.length > 6 ? "…" : "");
-  const reason = `${where} nests deeper than ${limit} levels`;
+  if (problem === TOO_DEEP) {
+    const reason = `${where} nests deeper than ${limit} levels`;
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `payload refused: ${reason}`, {
+      reason,
+      expected: `at most ${limit} levels of maps and arrays (the payload map is level 1)`,
+    });
+  }
+  const reason = `${where}: ${problem}`;
   throw new HermesError(ErrorCode.INVALID_REQUEST, `payload refused: ${reason}`, {
     reason,
-    expected: `at most ${limit} levels of maps and arrays (the payload map is level 1)`,
+    expected: "MessagePack values: nil, bool, int (up to 64 bits), float, str, bin, array, map with string keys, timestamp, ext (docs/protocol.md §3)",
   });
 }
 
-function nestsBeyond(value: unknown, levelsLeft: number, path: string[]): boolean {
-  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return false;
-  if (levelsLeft === 0) return true;
+const TOO_DEEP = "too deep";
+const INT64_MIN = -(2n ** 63n);
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** The first problem in `value` (TOO_DEEP or a reason), its path pushed onto `path` innermost first. */
+function problemIn(value: unknown, levelsLeft: number, path: string[]): string | undefined {
+  switch (typeof value) {
+    case "object":
+      break;
+    case "bigint":
+      return value < INT64_MIN || value > UINT64_MAX ? `${value} does not fit in 64 bits (MessagePack ints are int64 or uint64)` : undefined;
+    case "symbol":
+      return "a symbol has no MessagePack form";
+    case "function":
+      return "a function has no MessagePack form";
+    default:
+      return undefined;
+  }
+  if (value === null) return undefined;
+  const kind = value.constructor;
+  if (kind !== Object && kind !== Array && kind !== undefined) {
+    if (ArrayBuffer.isView(value) || kind === MsgpackExt || kind === MsgpackTimestamp || kind === Date) return undefined;
+    if (kind === UnreadableValue) return (value as UnreadableValue).reason;
+    if (value === C1) return "0xc1 is never used in MessagePack";
+    if (value instanceof Promise) return "a Promise has no MessagePack form (was an await forgotten?)";
+    // Any other object is written as its enumerable properties, as msgpackr writes it.
+  }
+  if (levelsLeft === 0) return TOO_DEEP;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      if (nestsBeyond(value[i], levelsLeft - 1, path)) return path.push(String(i)) > 0;
+      const problem = problemIn(value[i], levelsLeft - 1, path);
+      if (problem !== undefined) return path.push(String(i)), problem;
     }
-    return false;
+    return undefined;
   }
   for (const key in value) {
-    if (nestsBeyond((value as Record<string, unknown>)[key], levelsLeft - 1, path)) return path.push(key) > 0;
+    const problem = problemIn((value as Record<string, unknown>)[key], levelsLeft - 1, path);
+    if (problem !== undefined) return path.push(key), problem;
   }
-  return false;
+  return undefined;
 }
 
 /**
@@ -103,7 +144,9 @@ export interface FrameCodec {
  * Plain MessagePack maps: what every implementation speaks. `copyBuffers` because the bytes a
  * socket hands over are reused after the callback returns. `int64AsType: "auto"` because other
  * encoders send every integer past 32 bits (any ms timestamp) as int64/uint64, which msgpackr
- * would otherwise decode as a BigInt that no envelope check accepts.
+ * would otherwise decode as a BigInt that no envelope check accepts; past 2^53 it is a BigInt,
+ * exact. Extensions read exactly (mesh/msgpack-values.ts); a body msgpackr cannot read as it is
+ * goes through the exact reader there, so its envelope can still be answered.
  */
 export function createPlainCodec(): FrameCodec {
   let packr: Packr | undefined;
@@ -111,27 +154,67 @@ export function createPlainCodec(): FrameCodec {
   const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
-    encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(wideIntegersAsInt64(value)),
-    decode: (bytes, start = 0, end = bytes.length) => unpackr.unpack(bytes, { start, end }),
+    encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
+    decode(bytes, start = 0, end = bytes.length) {
+      if (mayHoldRecordTag(bytes.subarray(start, end))) return readExactly(bytes, start, end);
+      try {
+        return unpackExact(unpackr, bytes, start, end);
+      } catch (error) {
+        try {
+          return readExactly(bytes, start, end);
+        } catch {
+          throw error;
+        }
+      }
+    },
   };
 }
 
 /**
  * msgpackr writes an integer beyond 32 bits as a float64, which typed peers (Python, Go) read as
- * a float where the protocol says int. The frame's top-level integers (`timestamp` above all) go
- * out as BigInt instead, which msgpackr writes as int64. Payload contents are left as they are.
+ * a float where the sender wrote an int. Every integral number up to 2^53 beyond 32 bits, in the
+ * frame's fields and anywhere in the payload, goes out as BigInt instead, which msgpackr writes as
+ * int64. Copies only what changes: a payload without such numbers is passed on as it is.
  */
-function wideIntegersAsInt64(value: unknown): unknown {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+function integersAsInt64(value: unknown, levelsLeft: number): unknown {
+  if (typeof value === "number") {
+    return (value > 0xffffffff || value < -0x80000000) && Number.isInteger(value) && value <= 2 ** 53 && value >= -(2 ** 53) ? BigInt(value) : value;
+  }
+  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const field = value[i];
+      if (typeof field !== "number" && typeof field !== "object") continue;
+      const item = integersAsInt64(field, levelsLeft - 1);
+      if (item !== field) (copy ??= value.slice())[i] = item;
+    }
+    return copy ?? value;
+  }
+  const kind = value.constructor;
+  if (kind !== Object && kind !== undefined) return value;
   let copy: Record<string, unknown> | undefined;
   for (const key in value) {
-    const v = (value as Record<string, unknown>)[key];
-    if (typeof v === "number" && (v > 0xffffffff || v < -0x80000000) && Number.isSafeInteger(v)) {
-      copy ??= { ...value };
-      copy[key] = BigInt(v);
-    }
+    const field = (value as Record<string, unknown>)[key];
+    if (typeof field !== "number" && typeof field !== "object") continue;
+    const item = integersAsInt64(field, levelsLeft - 1);
+    if (item !== field) (copy ??= { ...value })[key] = item;
   }
   return copy ?? value;
+}
+
+/**
+ * True when the bytes may hold `d4 72` or `d5 72`: a fixext 1 or 2 of type 0x72, which msgpackr
+ * reads as its record definition even with records off. Two scans in native code; valid UTF-8
+ * never holds either pair, so a hit (the real thing, or bytes inside a bin or a number) is rare.
+ */
+function mayHoldRecordTag(body: Uint8Array): boolean {
+  for (const header of [0xd4, 0xd5]) {
+    for (let at = body.indexOf(header); at !== -1 && at < body.length - 1; at = body.indexOf(header, at + 1)) {
+      if (body[at + 1] === 0x72) return true;
+    }
+  }
+  return false;
 }
 
 /**
@@ -145,7 +228,7 @@ export function createRecordsCodec(): FrameCodec {
   return {
     name: CodecName.MSGPACKR_RECORDS,
     encode: (value) => (packr ??= newPackr({ sequential: true })).pack(value),
-    decode: (bytes, start = 0, end = bytes.length) => unpackr.unpack(bytes, { start, end }),
+    decode: (bytes, start = 0, end = bytes.length) => unpackExact(unpackr, bytes, start, end),
   };
 }
 
@@ -356,6 +439,8 @@ export function describeValue(value: unknown): string {
   if (value === null) return "nil";
   if (Array.isArray(value)) return "an array";
   if (value instanceof Uint8Array) return "binary";
+  if (value instanceof MsgpackTimestamp) return "a timestamp";
+  if (value instanceof MsgpackExt) return `an extension of type ${value.type}`;
   return `a ${typeof value}`;
 }
 

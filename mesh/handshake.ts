@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
-import { z } from "zod";
-import { ControlType } from "./envelope.ts";
+import type { z } from "zod";
+import { ControlType, lazySchema, withZod } from "./envelope.ts";
 import { timingSafeEqual } from "node:crypto";
 import { CodecName, negotiateCodec, SUPPORTED_CODECS, DEFAULT_MAX_FRAME_BYTES, invalidFrame } from "./frames.ts";
 import { DEFAULT_MAX_UNACKED_BYTES } from "./flow-control.ts";
@@ -10,45 +10,83 @@ import { ErrorCode, HermesError } from "./errors.ts";
 /** The protocol version this implementation speaks. */
 export const PROTOCOL_VERSION = 1;
 
-/** First frame in each direction (docs/protocol.md §2). */
-export const HelloSchema = z.looseObject({
-  message_type: z.literal(ControlType.HELLO),
-  protocol: z.number().int().min(1),
-  node: z.string().min(1).max(256),
-  codecs: z.array(z.string()).min(1).max(32).refine((c) => c.includes(CodecName.MSGPACK), {
-    message: `codecs must include "${CodecName.MSGPACK}"`,
+/*
+ * The control frames' schemas are the reference for their shapes; each is built, and zod
+ * loaded, on its first use (envelope.ts). A connection checks a hello with isValidHello and asks
+ * the schema only to explain a refusal; acks and pings are checked where they are read
+ * (connection.ts).
+ */
+const helloSchema = withZod((z) =>
+  z.looseObject({
+    message_type: z.literal(ControlType.HELLO),
+    protocol: z.number().int().min(1),
+    node: z.string().min(1).max(256),
+    codecs: z.array(z.string()).min(1).max(32).refine((c) => c.includes(CodecName.MSGPACK), {
+      message: `codecs must include "${CodecName.MSGPACK}"`,
+    }),
+    window: z.number().int().min(1).max(1_000_000),
+    token: z.string().optional(),
+    /** Largest frame body this side accepts (additive; a peer that omits it is assumed to take 16 MiB). */
+    max_frame_bytes: z.number().int().min(1).optional(),
   }),
-  window: z.number().int().min(1).max(1_000_000),
-  token: z.string().optional(),
-  /** Largest frame body this side accepts (additive; a peer that omits it is assumed to take 16 MiB). */
-  max_frame_bytes: z.number().int().min(1).optional(),
-});
+);
+const ackSchema = withZod((z) => z.looseObject({ message_type: z.literal(ControlType.ACK), seq: z.number().int().min(0) }));
+const pingSchema = withZod((z) => z.looseObject({ message_type: z.literal(ControlType.PING), nonce: z.number().int().optional() }));
+const pongSchema = withZod((z) => z.looseObject({ message_type: z.literal(ControlType.PONG), nonce: z.number().int().optional() }));
+
+/**
+ * First frame in each direction (docs/protocol.md §2).
+ *
+ * @example
+ * HelloSchema.safeParse({ message_type: "hello", protocol: 1, node: "a", codecs: ["msgpack"], window: 64 }).success; // true
+ */
+export const HelloSchema = lazySchema(helloSchema);
 export type Hello = z.infer<typeof HelloSchema>;
 
 /** Cumulative acknowledgement: every envelope with `seq <= N` on this connection was handled. */
-export const AckSchema = z.looseObject({
-  message_type: z.literal(ControlType.ACK),
-  seq: z.number().int().min(0),
-});
+export const AckSchema = lazySchema(ackSchema);
 export type Ack = z.infer<typeof AckSchema>;
 
 /** Liveness probe on an idle connection; the peer answers with a pong carrying the same nonce. */
-export const PingSchema = z.looseObject({
-  message_type: z.literal(ControlType.PING),
-  nonce: z.number().int().optional(),
-});
+export const PingSchema = lazySchema(pingSchema);
 export type Ping = z.infer<typeof PingSchema>;
 
 /** Answer to a ping. */
-export const PongSchema = z.looseObject({
-  message_type: z.literal(ControlType.PONG),
-  nonce: z.number().int().optional(),
-});
+export const PongSchema = lazySchema(pongSchema);
 export type Pong = z.infer<typeof PongSchema>;
 
 /** Any control frame. */
-export const ControlFrameSchema = z.discriminatedUnion("message_type", [HelloSchema, AckSchema, PingSchema, PongSchema]);
+export const ControlFrameSchema = lazySchema(
+  withZod((z) => z.discriminatedUnion("message_type", [helloSchema(), ackSchema(), pingSchema(), pongSchema()])),
+);
 export type ControlFrame = z.infer<typeof ControlFrameSchema>;
+
+/**
+ * The hand-written check of a hello: the same rules as {@link HelloSchema} (a test runs both over
+ * valid and broken hellos and requires them to agree), without loading zod.
+ *
+ * @example
+ * isValidHello({ message_type: "hello", protocol: 1, node: "a", codecs: ["msgpack"], window: 64 }); // true
+ */
+export function isValidHello(v: any): v is Hello {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  if (v.message_type !== ControlType.HELLO) return false;
+  if (!(Number.isSafeInteger(v.protocol) && v.protocol >= 1)) return false;
+  if (!(typeof v.node === "string" && v.node.length >= 1 && v.node.length <= 256)) return false;
+  const codecs = v.codecs;
+  if (!Array.isArray(codecs) || codecs.length < 1 || codecs.length > 32) return false;
+  let msgpack = false;
+  for (let i = 0; i < codecs.length; i++) {
+    // By index, as zod reads an array: a hole is undefined, not skipped.
+    const codec = codecs[i];
+    if (typeof codec !== "string") return false;
+    if (codec === CodecName.MSGPACK) msgpack = true;
+  }
+  if (!msgpack) return false;
+  if (!(Number.isSafeInteger(v.window) && v.window >= 1 && v.window <= 1_000_000)) return false;
+  if (v.token !== undefined && typeof v.token !== "string") return false;
+  return v.max_frame_bytes === undefined || (Number.isSafeInteger(v.max_frame_bytes) && v.max_frame_bytes >= 1);
+}
 
 const CONTROL_TYPES: ReadonlySet<unknown> = new Set(Object.values(ControlType));
 
@@ -66,13 +104,19 @@ export function acceptHello(
   value: Record<string, unknown>,
   own: { role: "dialer" | "acceptor"; codecs: readonly string[]; requireToken?: string },
 ): { hello: Hello; codec: CodecName } {
-  const parsed = HelloSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw invalidFrame(`bad hello: ${issue.path.join(".") || "(frame)"}: ${issue.message}`,
-      "{message_type:'hello', protocol:1, node, codecs:['msgpack',...], window}");
+  let hello: Hello;
+  if (isValidHello(value)) {
+    hello = value;
+  } else {
+    // Refused: the schema says which field is wrong (and would be the judge if the two disagreed).
+    const parsed = helloSchema().safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw invalidFrame(`bad hello: ${issue.path.join(".") || "(frame)"}: ${issue.message}`,
+        "{message_type:'hello', protocol:1, node, codecs:['msgpack',...], window}");
+    }
+    hello = parsed.data;
   }
-  const hello = parsed.data;
   if (hello.protocol !== PROTOCOL_VERSION) {
     throw new HermesError(ErrorCode.INVALID_REQUEST, `unsupported protocol version ${hello.protocol}`, {
       reason: `protocol ${hello.protocol}`,

@@ -1,4 +1,5 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { lazySchema, withZod, type Zod } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { TopicIndex, validatePattern } from "./topics.ts";
 
@@ -36,49 +37,149 @@ export interface RegistryEntry {
   kind?: "actor" | "client";
 }
 
-const EntrySchema = z.object({
-  name: z.string().min(1),
-  instance: z.int().min(0),
-  address: z.string().min(1),
-  id: z.string().min(1),
-  socket: z.string(),
-  capabilities: z.array(z.string()),
-  subscriptions: z.array(z.string()),
-  health: z.enum(["starting", "healthy", "unhealthy", "down"]),
-  pid: z.int().optional(),
-  restarts: z.int().min(0),
-  queueDepth: z.int().min(0),
-  inFlight: z.int().min(0),
-  updatedAt: z.number(),
-  kind: z.enum(["actor", "client"]).optional(),
-}) satisfies z.ZodType<RegistryEntry>;
+const entrySchema = (z: Zod) =>
+  z.object({
+    name: z.string().min(1),
+    instance: z.int().min(0),
+    address: z.string().min(1),
+    id: z.string().min(1),
+    socket: z.string(),
+    capabilities: z.array(z.string()),
+    subscriptions: z.array(z.string()),
+    health: z.enum(["starting", "healthy", "unhealthy", "down"]),
+    pid: z.int().optional(),
+    restarts: z.int().min(0),
+    queueDepth: z.int().min(0),
+    inFlight: z.int().min(0),
+    updatedAt: z.number(),
+    kind: z.enum(["actor", "client"]).optional(),
+  }) satisfies z.ZodType<RegistryEntry>;
 
 /** What a patch may change: anything but the address, which is the key. */
 export type RegistryPatch = Partial<Omit<RegistryEntry, "address">>;
 
+const registryUpdateSchema = withZod((z) => {
+  const entry = entrySchema(z);
+  return z.discriminatedUnion("type", [
+    z.object({ type: z.literal("snapshot"), entries: z.array(entry) }),
+    z.object({ type: z.literal("upsert"), entry }),
+    z.object({ type: z.literal("patch"), address: z.string(), changes: entry.omit({ address: true }).partial() }),
+    z.object({ type: z.literal("remove"), address: z.string() }),
+  ]);
+});
+
 /**
  * One change to the registry. Plain JSON-able objects: the supervisor sends them to every actor
- * as event payloads, and each actor applies them to its own copy.
+ * as event payloads, and each actor applies them to its own copy. The schema is the reference;
+ * it is built, and zod loaded, on first use: members check updates with
+ * {@link parseRegistryUpdate}'s hand-written rules and ask zod only to explain a refusal.
+ *
+ * @example
+ * RegistryUpdateSchema.safeParse({ type: "remove", address: "echo#1" }).success; // true
  */
-export const RegistryUpdateSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("snapshot"), entries: z.array(EntrySchema) }),
-  z.object({ type: z.literal("upsert"), entry: EntrySchema }),
-  z.object({ type: z.literal("patch"), address: z.string(), changes: EntrySchema.omit({ address: true }).partial() }),
-  z.object({ type: z.literal("remove"), address: z.string() }),
-]);
+export const RegistryUpdateSchema = lazySchema(registryUpdateSchema);
 export type RegistryUpdate = z.infer<typeof RegistryUpdateSchema>;
 
 /**
  * Checks an update that arrived from the wire; throws HermesError code 2 when it is malformed.
+ * An update as the supervisor sends it (no fields beyond the schema's) passes a hand-written
+ * check and comes back as it is; anything else goes to the schema, which strips unknown fields
+ * or says which are wrong.
  *
  * @example
  * registry.applyUpdate(parseRegistryUpdate(envelope.payload));
  */
 export function parseRegistryUpdate(value: unknown): RegistryUpdate {
-  const result = RegistryUpdateSchema.safeParse(value);
+  if (isExactUpdate(value)) return value;
+  const result = registryUpdateSchema().safeParse(value);
   if (result.success) return result.data;
   const reason = result.error.issues.map((i) => `${i.path.join(".") || "update"}: ${i.message}`).join("; ");
   throw new HermesError(ErrorCode.INVALID_REQUEST, `malformed registry update: ${reason}`, { reason });
+}
+
+/*
+ * The hand-written check: true when the schema would accept `value` and hand back an equal
+ * object, that is when it is valid and has no field the schema does not name (z.object strips
+ * those). Anything else is the schema's to judge. test/mesh/schema-checks.test.ts runs both over
+ * valid and broken updates and requires them to agree.
+ */
+type FieldCheck = (v: any) => boolean;
+const HEALTH: ReadonlySet<unknown> = new Set(["starting", "healthy", "unhealthy", "down"]);
+const KINDS: ReadonlySet<unknown> = new Set(["actor", "client"]);
+const isString: FieldCheck = (v) => typeof v === "string";
+const nonEmpty: FieldCheck = (v) => typeof v === "string" && v.length > 0;
+const count: FieldCheck = (v) => Number.isSafeInteger(v) && v >= 0;
+const strings: FieldCheck = (v) => {
+  if (!Array.isArray(v)) return false;
+  // By index, as zod reads an array: a hole is undefined, not skipped as by every().
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== "string") return false;
+  return true;
+};
+/** Every field of an entry with its rule; the optional ones may be missing or undefined. */
+const ENTRY_FIELDS = new Map<string, { check: FieldCheck; optional?: true }>([
+  ["name", { check: nonEmpty }],
+  ["instance", { check: count }],
+  ["address", { check: nonEmpty }],
+  ["id", { check: nonEmpty }],
+  ["socket", { check: isString }],
+  ["capabilities", { check: strings }],
+  ["subscriptions", { check: strings }],
+  ["health", { check: (v) => HEALTH.has(v) }],
+  ["pid", { check: Number.isSafeInteger, optional: true }],
+  ["restarts", { check: count }],
+  ["queueDepth", { check: count }],
+  ["inFlight", { check: count }],
+  ["updatedAt", { check: Number.isFinite }],
+  ["kind", { check: (v) => KINDS.has(v), optional: true }],
+]);
+const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.optional).length;
+
+/** A plain map with exactly these own keys. */
+function hasExactly(v: unknown, keys: readonly string[]): v is Record<string, any> {
+  if (typeof v !== "object" || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const own = Object.keys(v);
+  return own.length === keys.length && keys.every((key) => own.includes(key));
+}
+
+/** An entry (`patch`: the changes of a patch, every field optional and no address). */
+function isExactEntry(v: unknown, patch = false): boolean {
+  if (typeof v !== "object" || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  let required = 0;
+  for (const key of Object.keys(v)) {
+    const field = ENTRY_FIELDS.get(key);
+    if (field === undefined || (patch && key === "address")) return false;
+    const value = (v as Record<string, unknown>)[key];
+    if (field.optional || patch) {
+      if (value !== undefined && !field.check(value)) return false;
+    } else {
+      if (!field.check(value)) return false;
+      required++;
+    }
+  }
+  return patch || required === REQUIRED_FIELDS;
+}
+
+function isExactUpdate(v: unknown): v is RegistryUpdate {
+  if (typeof v !== "object" || v === null) return false;
+  switch ((v as { type?: unknown }).type) {
+    case "snapshot": {
+      if (!hasExactly(v, ["type", "entries"]) || !Array.isArray(v.entries)) return false;
+      for (let i = 0; i < v.entries.length; i++) if (!isExactEntry(v.entries[i])) return false;
+      return true;
+    }
+    case "upsert":
+      return hasExactly(v, ["type", "entry"]) && isExactEntry(v.entry);
+    case "patch":
+      return hasExactly(v, ["type", "address", "changes"]) && typeof v.address === "string" && isExactEntry(v.changes, true);
+    case "remove":
+      return hasExactly(v, ["type", "address"]) && typeof v.address === "string";
+    default:
+      return false;
+  }
 }
 
 /** The instances of one actor whose subscriptions match a topic: a pool gets one delivery, to one of them. */

@@ -13,6 +13,7 @@ export type { ActorStore } from "./actor/actor-store.ts";
 // Envelopes and errors, as handlers and callers see them.
 export { MessageType, type Envelope, type Payload, type Route, type EnvelopeOptions } from "../mesh/envelope.ts";
 export { ErrorCode, HermesError, type ErrorFields } from "../mesh/errors.ts";
+export { MsgpackTimestamp, MsgpackExt } from "../mesh/msgpack-values.ts";
 export type { RequestOptions } from "../mesh/requests.ts";
 export { newMessageId } from "../mesh/ids.ts";
 export { createLogger, type Logger } from "../mesh/logger.ts";

@@ -1,6 +1,8 @@
+import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { type Route, type Envelope, type Payload, HttpMsgType } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { MsgpackExt, MsgpackTimestamp } from "../../mesh/msgpack-values.ts";
 
 /** The meta/payload version this gateway speaks (docs/protocol.md §7). */
 export const META_VERSION = "1.2";
@@ -78,4 +80,108 @@ export function metaErrorReply(body: unknown, error: HermesError): { meta: Recor
 /** The HTTP form of an envelope's answer: native envelopes are returned as they are. */
 export function isAnswer(env: Envelope): boolean {
   return env.message_type === "response" || env.message_type === "error";
+}
+
+/**
+ * The JSON forms of the payload values JSON has no type for (docs/protocol.md §7): each is an
+ * object with one reserved key. A map that itself has exactly one key, a reserved one, is
+ * wrapped in `$map` so that it reads back as a map.
+ */
+const JSON_FORMS = new Set(["$timestamp", "$ext", "$bigint", "$bin", "$map"]);
+
+/**
+ * A payload (or a whole answer) as JSON can carry it: a timestamp as
+ * `{"$timestamp": {"seconds", "nanoseconds"}}`, an extension as `{"$ext": {"type", "base64"}}`,
+ * an integer beyond ±2^53 as `{"$bigint": "<decimal>"}`, binary as `{"$bin": "<base64>"}`.
+ * Copies only what changes.
+ */
+export function payloadToJson(value: unknown): unknown {
+  if (typeof value === "bigint") return value >= -Number.MAX_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER ? Number(value) : { $bigint: value.toString() };
+  if (typeof value !== "object" || value === null) return value;
+  if (value instanceof MsgpackTimestamp || value instanceof MsgpackExt) return value.toJSON();
+  if (value instanceof Uint8Array) return { $bin: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return MsgpackTimestamp.fromDate(value).toJSON();
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = payloadToJson(value[i]);
+      if (item !== value[i]) (copy ??= value.slice())[i] = item;
+    }
+    return copy ?? value;
+  }
+  let copy: Record<string, unknown> | undefined;
+  const keys = Object.keys(value);
+  for (const key of keys) {
+    const field = (value as Record<string, unknown>)[key];
+    const item = payloadToJson(field);
+    if (item !== field) (copy ??= { ...value })[key] = item;
+  }
+  const out = copy ?? value;
+  return keys.length === 1 && JSON_FORMS.has(keys[0]!) ? { $map: out } : out;
+}
+
+/**
+ * The inverse of payloadToJson, for what a client sends: the JSON forms become MsgpackTimestamp,
+ * MsgpackExt, BigInt and Uint8Array. A malformed form is refused with code 2 naming its path.
+ */
+export function payloadFromJson(value: unknown, path = "payload"): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return value.map((item, i) => payloadFromJson(item, `${path}.${i}`));
+  const keys = Object.keys(value);
+  const form = keys.length === 1 && JSON_FORMS.has(keys[0]!) ? keys[0]! : undefined;
+  const inner = form === undefined ? undefined : (value as Record<string, unknown>)[form];
+  switch (form) {
+    case "$timestamp": {
+      const { seconds, nanoseconds = 0 } = (typeof inner === "object" && inner !== null ? inner : {}) as Record<string, unknown>;
+      const s = typeof seconds === "string" && /^-?\d+$/.test(seconds) ? BigInt(seconds) : seconds;
+      if ((typeof s !== "number" && typeof s !== "bigint") || typeof nanoseconds !== "number") throw badForm(path, form, "seconds (an integer, or a decimal string) and nanoseconds (an integer) are required");
+      try {
+        return new MsgpackTimestamp(s, nanoseconds);
+      } catch (error) {
+        throw badForm(path, form, (error as Error).message);
+      }
+    }
+    case "$ext": {
+      const { type, base64 } = (typeof inner === "object" && inner !== null ? inner : {}) as Record<string, unknown>;
+      if (typeof type !== "number") throw badForm(path, form, "type must be an integer -128..127 other than -1");
+      try {
+        return new MsgpackExt(type, bytesOfBase64(base64, path, form));
+      } catch (error) {
+        throw error instanceof HermesError ? error : badForm(path, form, (error as Error).message);
+      }
+    }
+    case "$bigint": {
+      if (typeof inner !== "string" || !/^-?\d+$/.test(inner)) throw badForm(path, form, "a decimal integer as a string");
+      const n = BigInt(inner);
+      if (n < -(2n ** 63n) || n > 2n ** 64n - 1n) throw badForm(path, form, `${inner} does not fit in 64 bits`);
+      return n;
+    }
+    case "$bin":
+      return bytesOfBase64(inner, path, form);
+    case "$map": {
+      if (typeof inner !== "object" || inner === null || Array.isArray(inner)) throw badForm(path, form, "a JSON object");
+      return fieldsFromJson(inner as Record<string, unknown>, path);
+    }
+    default:
+      return fieldsFromJson(value as Record<string, unknown>, path);
+  }
+}
+
+function fieldsFromJson(map: Record<string, unknown>, path: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(map)) out[key] = payloadFromJson(field, `${path}.${key}`);
+  return out;
+}
+
+function bytesOfBase64(text: unknown, path: string, form: string): Uint8Array {
+  if (typeof text !== "string" || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw badForm(path, form, "base64 (standard alphabet, padded)");
+  return new Uint8Array(Buffer.from(text, "base64"));
+}
+
+function badForm(path: string, form: string, problem: string): HermesError {
+  const reason = `${path}: ${form}: ${problem}`;
+  return new HermesError(ErrorCode.INVALID_REQUEST, `payload refused: ${reason}`, {
+    reason,
+    expected: { $timestamp: { seconds: "int", nanoseconds: "0..999999999" }, $ext: { type: "-128..127", base64: "string" }, $bigint: "decimal string", $bin: "base64", $map: "object" },
+  });
 }

@@ -2,11 +2,11 @@ import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parseTraceparent, spanIdOf, traceHexOf } from "../observability/trace-context.ts";
-import { parseEnvelope, createErrorReply, type Envelope, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
+import { parseEnvelope, createErrorReply, type Envelope, type Payload, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
 import { checkPayloadDepth } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { newMessageId } from "../../mesh/ids.ts";
-import { isMetaForm, metaErrorReply, metaReply, parseMetaForm, routeOfMeta } from "./invoke-forms.ts";
+import { isMetaForm, metaErrorReply, metaReply, parseMetaForm, payloadFromJson, payloadToJson, routeOfMeta } from "./invoke-forms.ts";
 import type { RecentTraces } from "./recent-traces.ts";
 
 /** What the HTTP layer sends back. */
@@ -46,6 +46,7 @@ export class InvokeHandler {
     try {
       form = parseMetaForm(body);
       checkPayloadDepth(form.payload);
+      form.payload = payloadFromJson(form.payload) as Payload;
     } catch (error) {
       return { status: 400, body: metaErrorReply(body, HermesError.from(error, ErrorCode.INVALID_REQUEST)) };
     }
@@ -63,10 +64,10 @@ export class InvokeHandler {
       }
       const answer = await this.#node.request(route, payload, {
         trace_id: meta.trace_id, ttl, timeoutMs: ttl, headers, signal,
-        onProgress: (p) => onProgress?.(metaReply(meta, p, HttpMsgType.TASK_PROGRESS)),
+        onProgress: (p) => onProgress?.(metaReply(meta, payloadToJson(p) as Payload, HttpMsgType.TASK_PROGRESS)),
       });
       this.#finish(span, meta.trace_id, target, "request");
-      return { status: 200, body: metaReply(meta, answer.payload) };
+      return { status: 200, body: metaReply(meta, payloadToJson(answer.payload) as Payload) };
     } catch (error) {
       const coded = HermesError.from(error);
       this.#finish(span, meta.trace_id, target, "request", coded.code);
@@ -79,6 +80,7 @@ export class InvokeHandler {
     try {
       env = { ...parseEnvelope(body) };
       checkPayloadDepth(env.payload);
+      env.payload = payloadFromJson(env.payload) as Payload;
     } catch (error) {
       return { status: 400, body: HermesError.from(error, ErrorCode.INVALID_REQUEST).toPayload() };
     }
@@ -105,7 +107,7 @@ export class InvokeHandler {
     env.reply_to = this.#node.address;
     let answer: Envelope;
     try {
-      answer = await this.#node.requestEnvelope(env, { timeoutMs: env.ttl, signal, onProgress: (_p, progress) => onProgress?.({ ...progress, target_agent: replyTo }) });
+      answer = await this.#node.requestEnvelope(env, { timeoutMs: env.ttl, signal, onProgress: (_p, progress) => onProgress?.(payloadToJson({ ...progress, target_agent: replyTo })) });
       this.#finish(span, env.trace_id, target, "request", answer.message_type === MessageType.ERROR ? Number(answer.payload.error_code) : undefined);
     } catch (error) {
       const coded = HermesError.from(error);
@@ -113,7 +115,7 @@ export class InvokeHandler {
       this.#finish(span, env.trace_id, target, "request", coded.code);
     }
     const { seq: _seq, ...clean } = answer;
-    return { status: 200, body: { ...clean, target_agent: replyTo } };
+    return { status: 200, body: payloadToJson({ ...clean, target_agent: replyTo }) };
   }
 
   /** The traceparent the gateway's request carries: the caller's W3C trace when it sent one, the gateway's span as parent. */

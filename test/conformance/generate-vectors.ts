@@ -16,18 +16,79 @@ const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true });
 
-/** msgpackr writes integers past 32 bits as float64; as BigInt they become int64, as the protocol's ints must. */
+/** Bytes written as they are: how the payload values JSON lacks get into a body here (see body()). */
+class RawBytes {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** An extension value in its smallest form (MessagePack spec): fixext 1/2/4/8/16, else ext 8/16/32. */
+function extension(type: number, data: Uint8Array): Uint8Array {
+  const n = data.length;
+  const fixed = ({ 1: 0xd4, 2: 0xd5, 4: 0xd6, 8: 0xd7, 16: 0xd8 } as Record<number, number>)[n];
+  const header = fixed !== undefined ? [fixed] : n < 0x100 ? [0xc7, n] : n < 0x10000 ? [0xc8, n >> 8, n & 0xff] : [0xc9, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff];
+  return new Uint8Array([...header, type & 0xff, ...data]);
+}
+
+/** A timestamp in the smallest of the spec's three formats that holds it. */
+function timestamp(seconds: number, nanoseconds: number): Uint8Array {
+  const data = new DataView(new ArrayBuffer(nanoseconds === 0 && seconds >= 0 && seconds < 2 ** 32 ? 4 : seconds >= 0 && seconds < 2 ** 34 ? 8 : 12));
+  if (data.byteLength === 4) data.setUint32(0, seconds);
+  else if (data.byteLength === 8) {
+    data.setUint32(0, nanoseconds * 4 + Math.floor(seconds / 2 ** 32));
+    data.setUint32(4, seconds >>> 0);
+  } else {
+    data.setUint32(0, nanoseconds);
+    data.setBigInt64(4, BigInt(seconds));
+  }
+  return extension(-1, new Uint8Array(data.buffer));
+}
+
+/**
+ * The value as it goes on the wire. msgpackr writes integers past 32 bits as float64; as BigInt
+ * they become int64, as the protocol's ints must. The JSON forms of docs/protocol.md §7 become
+ * the values they stand for: timestamp and ext bytes written here, BigInt, binary.
+ */
 function wireValue(value: unknown): unknown {
   if (typeof value === "number" && Number.isInteger(value) && (value > 0xffffffff || value < -0x80000000)) return BigInt(value);
   if (Array.isArray(value)) return value.map(wireValue);
+  if (value instanceof RawBytes) return value;
   if (typeof value === "object" && value !== null) {
+    const form = value as Record<string, any>;
+    if ("$timestamp" in form) return new RawBytes(timestamp(form.$timestamp.seconds, form.$timestamp.nanoseconds));
+    if ("$ext" in form) return new RawBytes(extension(form.$ext.type, Buffer.from(form.$ext.base64, "base64")));
+    if ("$bigint" in form) return BigInt(form.$bigint);
+    if ("$bin" in form) return Uint8Array.from(Buffer.from(form.$bin, "base64"));
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, wireValue(v)]));
   }
   return value;
 }
 
+/** A payload map `{ key: <bytes> }` written byte by byte, for values no encoder should produce. */
+function rawPayload(entries: Array<[string, string]>): RawBytes {
+  const parts = entries.flatMap(([key, hex]) => [...packr.pack(key), ...Buffer.from(hex.replaceAll("-", ""), "hex")]);
+  return new RawBytes(new Uint8Array([0x80 | entries.length, ...parts]));
+}
+
+/**
+ * The body of a value. Each RawBytes goes in as a placeholder string, which is then replaced by
+ * its bytes: msgpackr writes no raw bytes of its own, and its extension table is shared with
+ * the code under test, which this file must not lean on.
+ */
 function body(value: unknown): Uint8Array {
-  return packr.pack(wireValue(value)).slice();
+  const raws: Uint8Array[] = [];
+  const placeholders = (v: unknown): unknown => {
+    if (v instanceof RawBytes) return `\u0001raw-${raws.push(v.bytes) - 1}\u0001`;
+    if (Array.isArray(v)) return v.map(placeholders);
+    if (typeof v === "object" && v !== null && v.constructor === Object) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, placeholders(x)]));
+    return v;
+  };
+  let bytes = Buffer.from(packr.pack(placeholders(wireValue(value))));
+  raws.forEach((raw, i) => {
+    const mark = Buffer.from(packr.pack(`\u0001raw-${i}\u0001`));
+    const at = bytes.indexOf(mark);
+    bytes = Buffer.concat([bytes.subarray(0, at), raw, bytes.subarray(at + mark.length)]);
+  });
+  return new Uint8Array(bytes);
 }
 
 function frame(bodyBytes: Uint8Array, claimedLength = bodyBytes.length): Uint8Array {
@@ -105,6 +166,28 @@ const VALID: ValidCase[] = [
     request({ message_id: id(11), seq: 11, x_vendor_hint: "keep-me", x_limits: { gpu: 1 } })],
   ["request-map16-str16", "A payload map of 20 entries (map16) and a 300-byte string (str16).", "envelope",
     request({ message_id: id(12), seq: 12 }, { ...Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`k${i}`, i * 1000])), long: "x".repeat(300) })],
+  ["request-payload-timestamps", "Timestamps (extension -1) in the payload, in each of the three formats: 32-bit (seconds), 64-bit (30-bit nanoseconds, 34-bit seconds), 96-bit (32-bit nanoseconds, int64 seconds, here before 1970). `decoded` shows them in the JSON form of section 7; a receiver must keep seconds and nanoseconds exactly.", "envelope",
+    request({ message_id: id(14), seq: 14 }, {
+      t32: { $timestamp: { seconds: 1514862245, nanoseconds: 0 } },
+      t64: { $timestamp: { seconds: 1514862245, nanoseconds: 678901234 } },
+      t96: { $timestamp: { seconds: -1, nanoseconds: 999999999 } },
+    })],
+  ["request-payload-ext", "Extension values of types no one registered, as fixext 1, fixext 16, ext 8 and an empty ext 8 of a reserved negative type: a receiver passes each on with the same type and bytes.", "envelope",
+    request({ message_id: id(15), seq: 15 }, {
+      fixext1: { $ext: { type: 1, base64: "EA==" } },
+      fixext16: { $ext: { type: 5, base64: Buffer.from("505152535455565758595a5b5c5d5e5f", "hex").toString("base64") } },
+      ext8: { $ext: { type: 7, base64: "cHFy" } },
+      empty: { $ext: { type: -128, base64: "" } },
+    })],
+  ["request-payload-bin-int64", "bin, the int64 and uint64 extremes, an integer past 2^53, and a float32-exact float: a receiver keeps the integers exact (a JavaScript receiver as BigInt past 2^53) and bin as bytes.", "envelope",
+    request({ message_id: id(16), seq: 16 }, {
+      bin: { $bin: "AP8=" },
+      u64_max: { $bigint: "18446744073709551615" },
+      i64_min: { $bigint: "-9223372036854775808" },
+      past_2_53: { $bigint: "9007199254740993" },
+      past_32_bits: 5_000_000_000,
+      half: 0.5,
+    })],
   ["request-ttl-expired", "A valid request with ttl 0: it arrived with no life left. It is not handled; the receiver answers it with an error envelope of code 9 (TTL_EXPIRED).", "envelope",
     request({ message_id: id(13), seq: 13, ttl: 0 }), 9],
   ["hello", "The first frame of a connection: protocol 1, node, codecs (msgpack is mandatory), window.", "hello", hello()],
@@ -144,6 +227,12 @@ const INVALID: InvalidCase[] = [
     "frame body is not valid MessagePack", frame(truncated)],
   ["trailing-bytes", "The body holds a whole map followed by another value: a body is exactly one map.", "decode", 2,
     "frame body is not valid MessagePack", frame(new Uint8Array([...body({ message_type: "ping" }), 0xc0]))],
+  ["payload-timestamp-nanoseconds-out-of-range", "payload.v is a 64-bit timestamp whose nanoseconds field is 1,000,000,000: no such time exists. The envelope is refused (code 2 naming payload.v), answered and acknowledged; the link goes on.", "payload", 2,
+    "payload.v: timestamp nanoseconds 1000000000 out of range 0..999999999", frame(body({ ...request({ message_id: id(17), seq: 17 }), payload: rawPayload([["v", "d7-ff-ee-6b-28-00-00-00-00-00"]]) }))],
+  ["payload-timestamp-bad-length", "payload.v is an extension -1 of 5 bytes: a timestamp has 4, 8 or 12.", "payload", 2,
+    "payload.v: a timestamp (extension -1) of 5 bytes", frame(body({ ...request({ message_id: id(18), seq: 18 }), payload: rawPayload([["v", "c7-05-ff-00-00-00-00-00"]]) }))],
+  ["payload-map-key-array", "payload.v is a map whose key is an array: payload maps are keyed by strings.", "payload", 2,
+    "payload.v: map key 1 is an array", frame(body({ ...request({ message_id: id(19), seq: 19 }), payload: rawPayload([["v", "81-91-01-02"]]) }))],
   ["zero-length", "A length prefix of 0.", "framing", 2, "frame length 0 is invalid", new Uint8Array(4)],
   ["length-over-max", "A length prefix of 16 MiB + 1, one byte over the default maximum. hex holds only the 4-byte header: the receiver must refuse from the header alone, without waiting for or allocating the body.",
     "framing", 6, "frame exceeds the 16 MiB maximum", frame(new Uint8Array(0), MAX_FRAME_BYTES + 1), true],

@@ -1,4 +1,4 @@
-import { createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
+import { checkPayloadDepth, createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
 import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
 import { isPlainMap, parseEnvelope, arrivedExpired } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
@@ -12,7 +12,8 @@ const CONTROL = { ack: AckSchema, ping: PingSchema, pong: PongSchema } as const;
 
 /**
  * One frame through the receive path of mesh/connection.ts, built from the same mesh/
- * parts: framing, plain codec, map check, hello or control schema, envelope check, seq, ttl.
+ * parts: framing, plain codec, map check, hello or control schema, envelope check, payload
+ * values, seq, ttl.
  * Returns undefined when the bytes hold no complete frame and no error.
  */
 export function receiveFrame(bytes: Uint8Array): Outcome | undefined {
@@ -47,6 +48,11 @@ export function receiveFrame(bytes: Uint8Array): Outcome | undefined {
     envelope = parseEnvelope(value);
   } catch (error) {
     return { ok: false, stage: "envelope", error: HermesError.from(error) };
+  }
+  try {
+    checkPayloadDepth(envelope.payload);
+  } catch (error) {
+    return { ok: false, stage: "payload", error: HermesError.from(error) };
   }
   if (envelope.seq === undefined) return fail("connection", "seq: required on a connection");
   return { ok: true, frameType: "envelope", value: envelope, ...(arrivedExpired(envelope) && { answerCode: ErrorCode.TTL_EXPIRED }) };

@@ -1,24 +1,44 @@
-import { decode } from "@msgpack/msgpack";
+import { decode, decodeTimestampToTimeSpec, ExtData, ExtensionCodec } from "@msgpack/msgpack";
 
 /**
  * Checks a frame body with an independent MessagePack implementation (@msgpack/msgpack): it
  * must decode to exactly `expected` (so no msgpackr extensions), and every integer of `expected`
  * must be a MessagePack int on the wire, not a float64 with an integral value (typed peers
- * would read a float where the protocol says int). Returns the problems found.
+ * would read a float where the protocol says int). The values JSON lacks are compared in the
+ * gateway's JSON forms (docs/protocol.md §7), as `decoded` holds them. Returns the problems found.
  */
 export function referenceProblems(body: Uint8Array, expected: unknown): string[] {
   const problems: string[] = [];
-  let loose: unknown;
   let strict: unknown;
   try {
-    loose = decode(body);
-    strict = decode(body, { useBigInt64: true });
+    strict = decode(body, { useBigInt64: true, extensionCodec: TIMESTAMPS_AS_FORMS });
   } catch (error) {
     return [`@msgpack/msgpack cannot decode it: ${error}`];
   }
-  if (!Bun.deepEquals(loose, expected, true)) problems.push("@msgpack/msgpack decodes it to something else");
+  if (!Bun.deepEquals(referenceJson(strict), expected, true)) problems.push("@msgpack/msgpack decodes it to something else");
   compareIntegers(strict, expected, "$", problems);
   return problems;
+}
+
+/** Timestamps (extension -1) as their JSON form, read by @msgpack/msgpack's own timestamp code. */
+const TIMESTAMPS_AS_FORMS = new ExtensionCodec();
+TIMESTAMPS_AS_FORMS.register({
+  type: -1,
+  encode: () => null,
+  decode: (data) => {
+    const { sec, nsec } = decodeTimestampToTimeSpec(data);
+    return { $timestamp: { seconds: sec, nanoseconds: nsec } };
+  },
+});
+
+/** @msgpack/msgpack's values in the JSON forms: BigInt past 2^53 as $bigint, bin as $bin, other extensions as $ext. */
+export function referenceJson(value: unknown): unknown {
+  if (typeof value === "bigint") return value >= -(2n ** 53n) && value <= 2n ** 53n ? Number(value) : { $bigint: value.toString() };
+  if (value instanceof Uint8Array) return { $bin: Buffer.from(value).toString("base64") };
+  if (value instanceof ExtData) return { $ext: { type: value.type, base64: Buffer.from(value.data as Uint8Array).toString("base64") } };
+  if (Array.isArray(value)) return value.map(referenceJson);
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, referenceJson(v)]));
+  return value;
 }
 
 function compareIntegers(strict: unknown, expected: unknown, path: string, problems: string[]): void {

@@ -9,9 +9,10 @@ export type FrameType = "envelope" | "hello" | "ack" | "ping" | "pong";
 /**
  * Where an invalid frame is refused: `framing` (the length prefix; the connection closes),
  * `decode` (the body is not exactly one MessagePack map), `hello`, `control` (ack/ping/pong
- * fields), `envelope` (docs/protocol.md §3), `connection` (rules of a live connection, such as `seq`).
+ * fields), `envelope` (docs/protocol.md §3), `payload` (a value inside the payload that cannot be
+ * represented, §3 "payload values"), `connection` (rules of a live connection, such as `seq`).
  */
-export type Stage = "framing" | "decode" | "hello" | "control" | "envelope" | "connection";
+export type Stage = "framing" | "decode" | "hello" | "control" | "envelope" | "payload" | "connection";
 
 interface VectorBase {
   name: string;
@@ -24,7 +25,7 @@ interface VectorBase {
 export interface ValidVector extends VectorBase {
   valid: true;
   frame_type: FrameType;
-  /** The decoded map as JSON. */
+  /** The decoded map as JSON, with the gateway's JSON forms for values JSON lacks (docs/protocol.md §7). */
   decoded: Record<string, unknown>;
   /** A valid envelope that must nevertheless be answered with this error code (9: ttl expired). */
   expect_error_code?: number;

@@ -1,0 +1,456 @@
+/**
+ * The MessagePack values JavaScript has no type of its own for, and how the codecs read them
+ * exactly (docs/protocol.md §3, "payload values"): a timestamp keeps its seconds and
+ * nanoseconds (`MsgpackTimestamp`), an extension type of any code keeps its type and bytes
+ * (`MsgpackExt`). Integers past 2^53 are BigInt and bin is a Uint8Array, as msgpackr reads them.
+ *
+ * msgpackr keeps its extension table in module state shared by every Packr and Unpackr in the
+ * process, so this file takes over all 256 type codes once, at import. While a frame codec
+ * decodes (`unpackExact`), every code reads as one of the classes here. Any other msgpackr user
+ * in the process (the durable store's `moreTypes` rows) keeps msgpackr's own reading of its
+ * extensions: Date for a timestamp, Set, Error, RegExp, typed arrays, big BigInt, undefined. Only
+ * msgpackr's structured-clone references and string bundles (0x69, 0x70, 0x62), which nothing
+ * here uses, read as `MsgpackExt` everywhere.
+ */
+import { Buffer } from "node:buffer";
+import { addExtension, type Unpackr } from "msgpackr";
+
+const NANOS_PER_SECOND = 1_000_000_000;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * A MessagePack timestamp (extension type -1): seconds since the Unix epoch and nanoseconds
+ * within that second, both kept exactly. `seconds` is a number while it is a safe integer and a
+ * BigInt beyond (the 96-bit format holds any int64). A timestamp read from the wire goes back
+ * out in the format it came in (32, 64 or 96 bits) when that still holds it, else in the smallest
+ * that does. A `Date` put in a payload is sent as a timestamp too, and arrives as this class.
+ *
+ * @example
+ * const at = new MsgpackTimestamp(1514862245, 678901234);
+ * at.toDate().toISOString(); // "2018-01-02T03:04:05.678Z" (a Date holds milliseconds only)
+ * MsgpackTimestamp.fromDate(new Date(0)); // { seconds: 0, nanoseconds: 0 }
+ */
+export class MsgpackTimestamp {
+  readonly seconds: number | bigint;
+  readonly nanoseconds: number;
+  /** Data bytes of the format it arrived in (4, 8 or 12), 0 when built here. */
+  #width = 0;
+
+  constructor(seconds: number | bigint, nanoseconds = 0) {
+    if (typeof seconds === "bigint") {
+      if (seconds < INT64_MIN || seconds > INT64_MAX) throw new RangeError(`timestamp seconds ${seconds} is outside int64`);
+      if (seconds >= -Number.MAX_SAFE_INTEGER && seconds <= Number.MAX_SAFE_INTEGER) seconds = Number(seconds);
+    } else if (!Number.isSafeInteger(seconds)) {
+      throw new RangeError(`timestamp seconds must be a safe integer or a BigInt, got ${seconds}`);
+    }
+    if (!Number.isInteger(nanoseconds) || nanoseconds < 0 || nanoseconds >= NANOS_PER_SECOND) {
+      throw new RangeError(`timestamp nanoseconds must be an integer 0..999999999, got ${nanoseconds}`);
+    }
+    this.seconds = seconds;
+    this.nanoseconds = nanoseconds;
+    Object.freeze(this);
+  }
+
+  /** The timestamp of a Date (millisecond precision). Throws RangeError for an invalid Date. */
+  static fromDate(date: Date): MsgpackTimestamp {
+    const ms = date.getTime();
+    if (Number.isNaN(ms)) throw new RangeError("an invalid Date has no timestamp");
+    const seconds = Math.floor(ms / 1000);
+    return new MsgpackTimestamp(seconds, (ms - seconds * 1000) * 1_000_000);
+  }
+
+  /** As a Date, to the millisecond (nanoseconds below a millisecond are cut off). */
+  toDate(): Date {
+    return new Date(Number(this.seconds) * 1000 + Math.floor(this.nanoseconds / 1_000_000));
+  }
+
+  /** The gateway's JSON form (docs/protocol.md §7); seconds beyond 2^53 as a decimal string. */
+  toJSON(): { $timestamp: { seconds: number | string; nanoseconds: number } } {
+    return { $timestamp: { seconds: typeof this.seconds === "bigint" ? this.seconds.toString() : this.seconds, nanoseconds: this.nanoseconds } };
+  }
+
+  /** @internal Reads the data bytes of an extension -1; a string says why they are not a timestamp. */
+  static fromBytes(data: Uint8Array): MsgpackTimestamp | string {
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    let timestamp: MsgpackTimestamp;
+    if (data.length === 4) {
+      timestamp = new MsgpackTimestamp(view.getUint32(0));
+    } else if (data.length === 8) {
+      const high = view.getUint32(0);
+      const nanoseconds = high >>> 2;
+      if (nanoseconds >= NANOS_PER_SECOND) return `timestamp nanoseconds ${nanoseconds} out of range 0..999999999`;
+      timestamp = new MsgpackTimestamp((high & 0x3) * 0x1_0000_0000 + view.getUint32(4), nanoseconds);
+    } else if (data.length === 12) {
+      const nanoseconds = view.getUint32(0);
+      if (nanoseconds >= NANOS_PER_SECOND) return `timestamp nanoseconds ${nanoseconds} out of range 0..999999999`;
+      timestamp = new MsgpackTimestamp(view.getBigInt64(4), nanoseconds);
+    } else {
+      return `a timestamp (extension -1) of ${data.length} bytes: the formats are 4, 8 or 12 bytes`;
+    }
+    timestamp.#width = data.length;
+    return timestamp;
+  }
+
+  /** @internal The data bytes: the format it came in when that still holds it, else the smallest that does. */
+  toBytes(): Uint8Array {
+    const s = this.seconds;
+    const fits32 = this.nanoseconds === 0 && s >= 0 && s <= 0xffff_ffff;
+    const fits64 = s >= 0 && s < 0x4_0000_0000;
+    const width = (this.#width === 4 && fits32) || (this.#width === 8 && fits64) || this.#width === 12 ? this.#width : fits32 ? 4 : fits64 ? 8 : 12;
+    const out = new Uint8Array(width);
+    const view = new DataView(out.buffer);
+    if (width === 4) {
+      view.setUint32(0, Number(s));
+    } else if (width === 8) {
+      const n = Number(s);
+      view.setUint32(0, this.nanoseconds * 4 + Math.floor(n / 0x1_0000_0000));
+      view.setUint32(4, n >>> 0);
+    } else {
+      view.setUint32(0, this.nanoseconds);
+      view.setBigInt64(4, BigInt(s));
+    }
+    return out;
+  }
+}
+
+/**
+ * A MessagePack extension value of any type code other than -1 (the timestamp): its type
+ * (-128..127) and its bytes, kept as they came and written back with the same type and bytes.
+ *
+ * @example
+ * const point = new MsgpackExt(7, new Uint8Array([0x70, 0x71, 0x72]));
+ * await mesh.request("echo", { point }); // answers { point: MsgpackExt { type: 7, data: [112, 113, 114] } }
+ */
+export class MsgpackExt {
+  readonly type: number;
+  readonly data: Uint8Array;
+
+  constructor(type: number, data: Uint8Array) {
+    if (!Number.isInteger(type) || type < -128 || type > 127) throw new RangeError(`extension type must be an integer -128..127, got ${type}`);
+    if (type === -1) throw new RangeError("extension type -1 is the timestamp: use MsgpackTimestamp");
+    if (!(data instanceof Uint8Array)) throw new TypeError("extension data must be a Uint8Array");
+    this.type = type;
+    this.data = data;
+    Object.freeze(this);
+  }
+
+  /** The gateway's JSON form (docs/protocol.md §7). */
+  toJSON(): { $ext: { type: number; base64: string } } {
+    return { $ext: { type: this.type, base64: Buffer.from(this.data.buffer, this.data.byteOffset, this.data.byteLength).toString("base64") } };
+  }
+}
+
+/**
+ * @internal What a decoder puts where the bytes hold a value JavaScript cannot be given (a
+ * timestamp with 1,000,000,000 nanoseconds, a map keyed by an array, the reserved byte 0xc1).
+ * The payload check (`checkPayloadDepth` in mesh/frames.ts) refuses it with code 2 naming its
+ * path, so the envelope around it is still answered, correlated, and acknowledged.
+ */
+export class UnreadableValue {
+  constructor(readonly reason: string) {
+    Object.freeze(this);
+  }
+}
+
+/** True while a frame codec decodes: extensions then read as the classes above. */
+let exact = false;
+
+/**
+ * Decodes with msgpackr so that every extension type reads exactly: timestamps as
+ * MsgpackTimestamp, other codes as MsgpackExt (undefined for msgpackr's own `d4 00 00`).
+ */
+export function unpackExact(unpackr: Unpackr, bytes: Uint8Array, start: number, end: number): unknown {
+  exact = true;
+  try {
+    return unpackr.unpack(bytes, { start, end });
+  } finally {
+    exact = false;
+  }
+}
+
+/**
+ * One extension value, read exactly. `fixext1` says it came as a fixext 1: `d4 00 00` (type 0,
+ * byte 0) is msgpackr's encoding of undefined, which stays undefined so that a JavaScript peer's
+ * undefined survives and those three bytes go back unchanged.
+ */
+export function readExtension(type: number, data: Uint8Array, fixext1: boolean): unknown {
+  if (type === -1) {
+    const timestamp = MsgpackTimestamp.fromBytes(data);
+    return typeof timestamp === "string" ? new UnreadableValue(timestamp) : timestamp;
+  }
+  if (type === 0 && fixext1 && data[0] === 0) return undefined;
+  return new MsgpackExt(type, new Uint8Array(data));
+}
+
+/** How msgpackr's own extensions read outside a frame codec (its unpack.js, reproduced). */
+function msgpackrReading(type: number, data: Uint8Array | undefined): unknown {
+  switch (type) {
+    case 0:
+      return undefined;
+    case 0xff:
+      return dateOf(data!);
+    case 0x42:
+      return bigIntOf(data!);
+    case 0x74: {
+      const Typed = TYPED_ARRAYS[data![0]!];
+      const buffer = Uint8Array.prototype.slice.call(data, 1).buffer;
+      if (Typed) return new Typed(buffer);
+      if (data![0] === 16) return buffer;
+      if (data![0] === 17) return new DataView(buffer);
+      throw new Error(`Could not find typed array for code ${data![0]}`);
+    }
+    default:
+      return new MsgpackExt(type > 127 ? type - 256 : type, new Uint8Array(data!));
+  }
+}
+
+const TYPED_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array];
+const ERRORS: Record<string, ErrorConstructor> = { Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError };
+
+function dateOf(data: Uint8Array): Date {
+  const timestamp = MsgpackTimestamp.fromBytes(data);
+  if (typeof timestamp === "string") return new Date(Number.NaN);
+  return new Date(Number(timestamp.seconds) * 1000 + timestamp.nanoseconds / 1_000_000);
+}
+
+function bigIntOf(data: Uint8Array): bigint {
+  let value = BigInt.asIntN(8, BigInt(data[0] ?? 0));
+  for (let i = 1; i < data.length; i++) value = (value << 8n) | BigInt(data[i]!);
+  return value;
+}
+
+/** msgpackr's tag extensions (fixext 1 followed by one value), read outside a frame codec. */
+const TAG_READERS: Record<number, (value: any) => unknown> = {
+  0x73: (items: unknown[]) => new Set(items),
+  0x78: (parts: [string, string]) => new RegExp(parts[0], parts[1]),
+  0x65: (parts: [string, string, unknown, unknown[]?]) => {
+    if (parts[0] === "AggregateError") return new AggregateError(parts[3] ?? [], parts[1], { cause: parts[2] });
+    const Known = ERRORS[parts[0]];
+    if (Known) return new Known(parts[1], { cause: parts[2] });
+    const error = new Error(parts[1], { cause: parts[2] });
+    error.name = parts[0];
+    return error;
+  },
+};
+
+// Writing: an extension registered with a Class takes precedence over msgpackr's built-in ones.
+// addExtension requires a `type`, and also installs the object as that type's reader: the loop
+// below, run after, replaces every reader.
+addExtension({
+  Class: MsgpackExt,
+  type: 1,
+  unpack: undefined,
+  pack: ((ext: MsgpackExt, allocate: Allocate) => writeExtension(ext.type, ext.data, allocate)) as never,
+});
+addExtension({
+  Class: MsgpackTimestamp,
+  type: 0xff,
+  unpack: undefined,
+  pack: ((timestamp: MsgpackTimestamp, allocate: Allocate) => writeExtension(-1, timestamp.toBytes(), allocate)) as never,
+});
+addExtension({
+  Class: UnreadableValue,
+  type: 0xc1,
+  unpack: undefined,
+  pack: ((value: UnreadableValue) => {
+    throw new Error(value.reason);
+  }) as never,
+});
+
+// msgpackr calls an extension as `ext(data)` for fixext 1, after consulting `ext.read` (then it
+// reads the next value for it) and `ext.noBuffer`; as `ext(data, readAt)` for every other size.
+// The getters make the tag extensions behave as msgpackr's own outside a frame codec only.
+for (let code = 0; code < 256; code++) {
+  const type = code > 127 ? code - 256 : code;
+  const unpack = function (data?: Uint8Array): unknown {
+    // The argument count is how msgpackr's call tells fixext 1 apart.
+    if (exact) return readExtension(type, data!, arguments.length === 1);
+    return msgpackrReading(code, data);
+  };
+  if (code === 0) Object.defineProperty(unpack, "noBuffer", { get: () => !exact });
+  const tag = TAG_READERS[code];
+  if (tag) Object.defineProperty(unpack, "read", { get: () => (exact ? undefined : tag) });
+  addExtension({ type: code, unpack });
+}
+
+type Allocate = (size: number) => { target: Uint8Array; position: number };
+
+/** An extension header and data, written in the smallest form that holds its length. */
+function writeExtension(type: number, data: Uint8Array, allocate: Allocate): void {
+  const n = data.length;
+  const code = type & 0xff;
+  // Two fixext forms mean something else to msgpackr's decoders, so those values go as ext 8:
+  // d4/d5 followed by 0x72 start a record definition, and d4 00 00 is undefined.
+  const fixed = (code === 0x72 && n <= 2) || (code === 0 && n === 1 && data[0] === 0) ? undefined : FIXEXT[n];
+  const header = fixed !== undefined ? 2 : n < 0x100 ? 3 : n < 0x10000 ? 4 : 6;
+  const { target, position } = allocate(header + n);
+  let at = position;
+  if (fixed !== undefined) {
+    target[at++] = fixed;
+  } else if (n < 0x100) {
+    target[at++] = 0xc7;
+    target[at++] = n;
+  } else if (n < 0x10000) {
+    target[at++] = 0xc8;
+    target[at++] = n >> 8;
+    target[at++] = n & 0xff;
+  } else {
+    target[at++] = 0xc9;
+    target[at++] = n >>> 24;
+    target[at++] = (n >> 16) & 0xff;
+    target[at++] = (n >> 8) & 0xff;
+    target[at++] = n & 0xff;
+  }
+  target[at++] = code;
+  target.set(data, at);
+}
+
+const FIXEXT: Record<number, number> = { 1: 0xd4, 2: 0xd5, 4: 0xd6, 8: 0xd7, 16: 0xd8 };
+
+/**
+ * Reads one whole MessagePack value from `bytes[start..end)` without msgpackr: the plain codec's
+ * reader for the bodies msgpackr cannot read as they are (a fixext 1 or 2 of type 0x72, which
+ * msgpackr takes for its record definitions even with records off; a map keyed by an array).
+ * It gives what `unpackExact` gives (maps as objects with string keys, int64 as a number up to
+ * 2^53 and BigInt beyond, bin as Uint8Array, extensions as above) and puts an UnreadableValue
+ * where JavaScript cannot be given the value, so the payload check can name its path. Throws on
+ * bytes that are not exactly one value.
+ */
+export function readExactly(bytes: Uint8Array, start = 0, end = bytes.length): unknown {
+  const reader = new ExactReader(bytes, start, end);
+  const value = reader.value(0);
+  if (reader.at !== end) throw new Error(`${end - reader.at} bytes after the value`);
+  return value;
+}
+
+/** Deeper than any payload may nest (the frame map, the payload map, 512 levels, a margin): refused outright. */
+const MAX_READ_DEPTH = 520;
+const text = new TextDecoder();
+
+class ExactReader {
+  at: number;
+  readonly #bytes: Uint8Array;
+  readonly #view: DataView;
+  readonly #end: number;
+
+  constructor(bytes: Uint8Array, start: number, end: number) {
+    this.#bytes = bytes;
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.at = start;
+    this.#end = end;
+  }
+
+  value(depth: number): unknown {
+    if (depth > MAX_READ_DEPTH) throw new RangeError(`nests deeper than ${MAX_READ_DEPTH} levels`);
+    const token = this.#take(1)[0]!;
+    if (token < 0x80) return token;
+    if (token < 0x90) return this.#map(token & 0x0f, depth);
+    if (token < 0xa0) return this.#array(token & 0x0f, depth);
+    if (token < 0xc0) return text.decode(this.#take(token & 0x1f));
+    if (token >= 0xe0) return token - 0x100;
+    const v = this.#view;
+    switch (token) {
+      case 0xc0: return null;
+      case 0xc1: return new UnreadableValue("0xc1 is never used in MessagePack");
+      case 0xc2: return false;
+      case 0xc3: return true;
+      case 0xc4: return new Uint8Array(this.#take(this.#uint(1)));
+      case 0xc5: return new Uint8Array(this.#take(this.#uint(2)));
+      case 0xc6: return new Uint8Array(this.#take(this.#uint(4)));
+      case 0xc7: return this.#extension(this.#uint(1), false);
+      case 0xc8: return this.#extension(this.#uint(2), false);
+      case 0xc9: return this.#extension(this.#uint(4), false);
+      case 0xca: return v.getFloat32(this.#skip(4));
+      case 0xcb: return v.getFloat64(this.#skip(8));
+      case 0xcc: return this.#uint(1);
+      case 0xcd: return this.#uint(2);
+      case 0xce: return this.#uint(4);
+      case 0xcf: return wide(v.getBigUint64(this.#skip(8)));
+      case 0xd0: return v.getInt8(this.#skip(1));
+      case 0xd1: return v.getInt16(this.#skip(2));
+      case 0xd2: return v.getInt32(this.#skip(4));
+      case 0xd3: return wide(v.getBigInt64(this.#skip(8)));
+      case 0xd4: return this.#extension(1, true);
+      case 0xd5: return this.#extension(2, false);
+      case 0xd6: return this.#extension(4, false);
+      case 0xd7: return this.#extension(8, false);
+      case 0xd8: return this.#extension(16, false);
+      case 0xd9: return text.decode(this.#take(this.#uint(1)));
+      case 0xda: return text.decode(this.#take(this.#uint(2)));
+      case 0xdb: return text.decode(this.#take(this.#uint(4)));
+      case 0xdc: return this.#array(this.#uint(2), depth);
+      case 0xdd: return this.#array(this.#uint(4), depth);
+      case 0xde: return this.#map(this.#uint(2), depth);
+      default: return this.#map(this.#uint(4), depth);
+    }
+  }
+
+  #array(length: number, depth: number): unknown[] {
+    if (length > this.#end - this.at) throw new Error("array longer than the bytes left");
+    const items = new Array(length);
+    for (let i = 0; i < length; i++) items[i] = this.value(depth + 1);
+    return items;
+  }
+
+  /** A map whose key JavaScript cannot hold becomes an UnreadableValue in its place (the frame map itself throws). */
+  #map(length: number, depth: number): unknown {
+    if (length * 2 > this.#end - this.at) throw new Error("map longer than the bytes left");
+    const map: Record<string, unknown> = {};
+    let problem: string | undefined;
+    for (let i = 0; i < length; i++) {
+      const key = this.value(depth + 1);
+      const value = this.value(depth + 1);
+      const name = keyName(key);
+      if (name === undefined) problem ??= `map key ${i + 1} is ${describeKey(key)}: map keys must be strings`;
+      else map[name === "__proto__" ? "__proto_" : name] = value;
+    }
+    if (problem === undefined) return map;
+    if (depth === 0) throw new Error(problem);
+    return new UnreadableValue(problem);
+  }
+
+  #extension(length: number, fixext1: boolean): unknown {
+    const code = this.#take(1)[0]!;
+    return readExtension(code > 127 ? code - 256 : code, this.#take(length), fixext1);
+  }
+
+  #uint(size: 1 | 2 | 4): number {
+    const at = this.#skip(size);
+    return size === 1 ? this.#bytes[at]! : size === 2 ? this.#view.getUint16(at) : this.#view.getUint32(at);
+  }
+
+  /** Moves past `size` bytes and returns where they start. */
+  #skip(size: number): number {
+    const at = this.at;
+    if (size > this.#end - at) throw new Error("unexpected end of MessagePack data");
+    this.at = at + size;
+    return at;
+  }
+
+  #take(size: number): Uint8Array {
+    const at = this.#skip(size);
+    return this.#bytes.subarray(at, at + size);
+  }
+}
+
+/** int64/uint64 as msgpackr's `int64AsType: "auto"` gives them: a number within ±2^53, a BigInt beyond. */
+function wide(value: bigint): number | bigint {
+  return value >= -(2n ** 53n) && value <= 2n ** 53n ? Number(value) : value;
+}
+
+/** A map key as msgpackr turns it into a property name (strings; numbers, booleans, nil as text), or undefined. */
+function keyName(key: unknown): string | undefined {
+  if (typeof key === "string") return key;
+  if (typeof key === "number" || typeof key === "boolean" || typeof key === "bigint" || key === null) return String(key);
+  return undefined;
+}
+
+function describeKey(key: unknown): string {
+  if (Array.isArray(key)) return "an array";
+  if (key instanceof Uint8Array) return "binary";
+  if (key instanceof MsgpackTimestamp) return "a timestamp";
+  if (key instanceof MsgpackExt) return `an extension of type ${key.type}`;
+  if (key instanceof UnreadableValue) return `unreadable (${key.reason})`;
+  return key === undefined ? "undefined" : "a map";
+}
