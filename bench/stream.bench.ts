@@ -4,7 +4,9 @@
  * every message. Contenders: hermes event envelopes through `Connection.send` with the
  * receiver's window at 1024, 4096 and 8192, the peers a user would pick instead (Bun and Node
  * IPC, one message per send and arrays of 256; NATS publish; Redis Streams XADD to a consumer
- * group: adapters/peers.ts; one missing its package or server is skipped with how to install it), and raw
+ * group: adapters/peers.ts; one missing its package or server is skipped with how to install it), the
+ * actor path (a connectMesh client to an actor process: events awaited with `send`, and 1,000
+ * pipelined requests: adapters/mesh-stream.ts), and raw
  * length-prefixed frames written in batches.
  * Bursts are sized after a warm-up so each lasts about one slice, and interleaved in rounds.
  *
@@ -14,6 +16,7 @@ import { runStandalone } from "./lib/standalone.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
 import { STREAM_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
+import { meshEvents, meshPipelined } from "./adapters/mesh-stream.ts";
 import type { StreamPeer, StreamSession } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";
 import { RAW_128 } from "./lib/payload.ts";
@@ -26,7 +29,9 @@ export const WINDOWS = [1024, 4096, 8192] as const; // 4096 is the default windo
 const HERMES: readonly StreamPeer[] = WINDOWS.map(hermesStream);
 /** The hermes contender the peers are compared with: the default window. */
 const HERMES_DEFAULT = HERMES[1]!;
-const PEERS: readonly StreamPeer[] = [...HERMES, ...STREAM_PEERS, rawStream];
+/** What users run: a connectMesh client and an actor process (events, and 1,000 pipelined requests). */
+const ACTOR_PATH: readonly StreamPeer[] = [meshEvents, meshPipelined(1000)];
+const PEERS: readonly StreamPeer[] = [...HERMES, ...ACTOR_PATH, ...STREAM_PEERS, rawStream];
 const BASELINE = rawStream;
 /** Goal from the brief: at least a million envelopes a second end to end. */
 const MIN_ENVELOPES_PER_SEC = 1_000_000;

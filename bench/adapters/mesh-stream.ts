@@ -1,0 +1,86 @@
+/**
+ * The actor path as a program uses it: a `connectMesh` client in this process and a sink actor
+ * (bench/actors/sink.ts) in its own process, under a real supervisor. Two stream contenders:
+ * - events: 128-byte payloads with `await client.send(...)` (the backpressure a producer uses);
+ *   a burst ends when the sink answers a count that includes every event of it;
+ * - pipelined requests: `outstanding` requests in flight at all times, a burst ends when every
+ *   one is answered.
+ * Placement: the sink is moved to the placement's child cpu (this process stays on cpu 0).
+ */
+import type { MeshClient } from "../../src/actor/connect-mesh.ts";
+import { startBenchMesh, type BenchMesh } from "../lib/mesh.ts";
+import { PAYLOAD_128 } from "../lib/payload.ts";
+import { pinProcess } from "../lib/placement.ts";
+import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
+
+const SINK_YAML = (name: string) => `mesh: { name: ${name}, events: false }
+supervisor:
+  children:
+    - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
+`;
+
+async function openSink(env: PeerEnv, label: string): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+  const mesh = await startBenchMesh(SINK_YAML(`${label}-${Math.random().toString(36).slice(2, 6)}`));
+  try {
+    if (env.placement.childCpu !== undefined && !pinProcess(mesh.pid("sink"), env.placement)) {
+      throw new Error(`could not pin the sink actor to cpu ${env.placement.childCpu}`);
+    }
+    return { mesh, client: await mesh.client() };
+  } catch (error) {
+    await mesh[Symbol.asyncDispose]();
+    throw error;
+  }
+}
+
+async function countAtSink(client: MeshClient): Promise<number> {
+  return (await client.request("sink", { op: "count" }, { timeoutMs: 60_000 })).payload.count as number;
+}
+
+/** Events client → actor, every one handled (and acknowledged) before the burst counts as done. */
+export const meshEvents: StreamPeer = {
+  name: "actor path events",
+  async open(env) {
+    const { mesh, client } = await openSink(env, "events");
+    let expected = await countAtSink(client);
+    const session: StreamSession = {
+      frameBytes: 0,
+      async send(n) {
+        for (let i = 0; i < n; i++) await client.send("sink", PAYLOAD_128);
+        expected += n;
+        const seen = await countAtSink(client);
+        if (seen !== expected) throw new Error(`actor path events: the sink counted ${seen}, expected ${expected}`);
+      },
+      received: () => countAtSink(client),
+      [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+    };
+    return session;
+  },
+};
+
+/** Requests client → actor with `outstanding` in flight at all times. */
+export function meshPipelined(outstanding = 1000): StreamPeer {
+  return {
+    name: `actor path requests, ${outstanding} outstanding`,
+    async open(env) {
+      const { mesh, client } = await openSink(env, "pipelined");
+      let answered = 0;
+      const session: StreamSession = {
+        frameBytes: 0,
+        async send(n) {
+          let started = 0;
+          const lane = async () => {
+            while (started < n) {
+              started++;
+              await client.request("sink", PAYLOAD_128, { timeoutMs: 60_000 });
+              answered++;
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(outstanding, n) }, lane));
+        },
+        received: async () => answered,
+        [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+      };
+      return session;
+    },
+  };
+}
