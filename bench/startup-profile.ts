@@ -3,16 +3,25 @@
  * step of the actor host's module graph (cumulative: every step is a module the next ones
  * import) and report ms from process start to done, the import alone, and their memory (VmRSS
  * = RssAnon + RssFile). Steps run in a rotating order for `rounds` rounds; medians are shown.
- * The restart scenario's breakdown shows the same time from outside ("registered" step).
+ * The last two steps load the host as actor processes run it: bundled with bytecode and the
+ * start-up cuts of src/supervisor/actor-host-bundle.ts. The restart scenario's breakdown shows
+ * the same time from outside ("host code loaded" step, or a standby host's assignment read).
  *
  * Run: `bun bench/startup-profile.ts [rounds]` (default 10).
  */
+import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { bundleHost } from "../src/supervisor/actor-host-bundle.ts";
 import { median } from "./lib/histogram.ts";
+import { onExit } from "./lib/cleanup.ts";
 import { rotated } from "./lib/scenario.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const rounds = Number(process.argv[2] ?? 10);
+// Under node_modules like the real bundle, so that msgpackr's native extractor resolves as there.
+const BUNDLE_DIR = mkdtempSync(join(ROOT, "node_modules/.cache/hermes-mesh/profile-"));
+onExit(() => rmSync(BUNDLE_DIR, { recursive: true, force: true }));
+await bundleHost(join(ROOT, "src/actor/actor-host.ts"), BUNDLE_DIR);
 
 /** [label, modules imported, in order]; paths relative to the repository root, or package names. */
 const STEPS: ReadonlyArray<[string, string[]]> = [
@@ -20,11 +29,14 @@ const STEPS: ReadonlyArray<[string, string[]]> = [
   ["msgpackr", ["msgpackr"]],
   ["zod", ["zod"]],
   ["zod + msgpackr", ["zod", "msgpackr"]],
-  ["mesh/envelope.ts (zod schemas)", ["./mesh/envelope.ts"]],
-  ["mesh/frames.ts", ["./mesh/codec.ts"]],
+  ["mesh/envelope.ts (zod on demand)", ["./mesh/envelope.ts"]],
+  ["mesh/frames.ts", ["./mesh/frames.ts"]],
   ["mesh/mesh-node.ts", ["./mesh/mesh-node.ts"]],
   ["src/actor/actor-host.ts (whole host)", ["./src/actor/actor-host.ts"]],
   ["host + actors/echo.ts", ["./src/actor/actor-host.ts", "./actors/echo.ts"]],
+  // What an actor process runs: the host bundled with bytecode (src/supervisor/actor-host-bundle.ts).
+  ["bundled host (bytecode)", [join(BUNDLE_DIR, "actor-host.js")]],
+  ["bundled host + actors/echo.ts", [join(BUNDLE_DIR, "actor-host.js"), "./actors/echo.ts"]],
 ];
 
 interface Reading {

@@ -3,7 +3,7 @@ import { joinMesh, type MeshMember } from "../../mesh/join.ts";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
-import { DurableStore } from "./durable-store.ts";
+import type { DurableStore } from "./durable-store.ts";
 import { EventLog } from "../observability/event-log.ts";
 import type { ActorDefinition } from "./define-actor.ts";
 import { createLogger } from "../../mesh/logger.ts";
@@ -23,9 +23,38 @@ export interface ActorHostOptions {
   durable?: boolean;
   /** Write handled and sent messages to `<dir>/logs/<address>.jsonl`. Default true. */
   events?: boolean;
+  /** A standby host's: when its assignment came (ms since the process started; see host-main.ts). */
+  assignedAt?: number;
 }
 
-function openDurableStore(options: ActorHostOptions): DurableStore {
+/** The argument that starts the host as a standby, waiting on stdin for a StandbyAssignment. */
+export const STANDBY_FLAG = "--standby";
+
+/**
+ * What a standby host reads, one JSON line: the host's arguments and the changes from the
+ * standby's environment to the actor's (`null` removes a variable).
+ */
+export interface StandbyAssignment {
+  argv: string[];
+  env: Record<string, string | null>;
+}
+
+/**
+ * What an actor process's loaded line (`hermes-mesh:loaded ` and this as JSON, printed once its
+ * module is imported) tells the supervisor: its start time (`origin`, epoch ms) and, in ms
+ * after it, when the host's code was loaded, a standby's assignment came, and the module was
+ * imported. The supervisor sees the later steps itself (registered, ready).
+ */
+export interface StartupReport {
+  origin: number;
+  loaded: number;
+  assigned?: number;
+  imported: number;
+}
+
+// Imported only when used: most actors are not durable, and bun:sqlite is part of every start otherwise.
+async function openDurableStore(options: ActorHostOptions): Promise<DurableStore> {
+  const { DurableStore } = await import("./durable-store.ts");
   const data = join(options.dir, "data");
   mkdirSync(data, { recursive: true, mode: 0o700 });
   return DurableStore.open(join(data, `${options.pool > 1 ? `${options.name}.${options.instance}` : options.name}.db`));
@@ -39,6 +68,9 @@ function openDurableStore(options: ActorHostOptions): DurableStore {
  * whole process group, and the supervisor stops its children in order.
  */
 export async function runActorHost(options: ActorHostOptions): Promise<void> {
+  // Ms since this process started (Bun's performance clock starts with the process): Bun's
+  // own start-up plus loading the host's code. The ready line reports it with the later steps.
+  const loaded = performance.now();
   const address = actorAddress(options.name, options.instance, options.pool);
   const log = createLogger({ actor: address, pid: process.pid });
   // Modules may keep files next to the mesh (facts, sandboxes): they find it here.
@@ -47,7 +79,10 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const spawnSecret = process.env.HERMES_SPAWN_SECRET ?? "";
   delete process.env.HERMES_SPAWN_SECRET;
   const definition = await loadDefinition(options.module);
-  const durable = options.durable || definition.durable ? openDurableStore(options) : undefined;
+  // console.log, not process.stdout.write: Bun builds process.stdout on first use, about 6 ms.
+  const report: StartupReport = { origin: performance.timeOrigin, loaded, ...(options.assignedAt !== undefined && { assigned: options.assignedAt }), imported: performance.now() };
+  console.log(`hermes-mesh:loaded ${JSON.stringify(report)}`);
+  const durable = options.durable || definition.durable ? await openDurableStore(options) : undefined;
   const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address });
   const runtime: ActorRuntime<unknown> = new ActorRuntime(definition, {
     name: options.name,
@@ -88,8 +123,9 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
     await events?.close();
     throw error;
   }
-  // The supervisor starts the next sibling once it reads this line (OTP: start returns after init).
-  process.stdout.write("hermes-mesh:ready\n");
+  // Ready: the supervisor heard it on the control socket already, and starts the next sibling
+  // (OTP: start returns after init); the line is for anything watching the output.
+  console.log("hermes-mesh:ready");
 
   let stopping = false;
   const stop = async (code: number) => {

@@ -4,24 +4,39 @@
  * `bun src/actor/host-main.ts --module M --name N --instance I --pool P --dir D [--concurrency C] [--window W] [--shutdown-ms S]`.
  * The mesh token, when the mesh has one, comes in HERMES_MESH_TOKEN (not argv: ps shows argv);
  * HERMES_ACTOR_DURABLE=1 turns on durable mode.
+ *
+ * `bun src/actor/host-main.ts --standby [preload...]` is a standby host
+ * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, then
+ * waits for one line on stdin, a StandbyAssignment with those arguments and the environment's
+ * changes, and runs as if started with them. It exits when stdin ends first (the supervisor
+ * went away).
  */
-import { parseArgs } from "node:util";
-import { runActorHost } from "./actor-host.ts";
+import { runActorHost, STANDBY_FLAG, type StandbyAssignment } from "./actor-host.ts";
 import { formatBuildErrors } from "./build-errors.ts";
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      module: { type: "string" },
-      name: { type: "string" },
-      instance: { type: "string", default: "0" },
-      pool: { type: "string", default: "1" },
-      dir: { type: "string" },
-      concurrency: { type: "string" },
-      window: { type: "string" },
-      "shutdown-ms": { type: "string" },
-    },
-  });
+const OPTIONS = ["module", "name", "instance", "pool", "dir", "concurrency", "window", "shutdown-ms"] as const;
+type Option = (typeof OPTIONS)[number];
+
+/**
+ * `--key value` pairs of the options above; anything else is refused. Not node:util's
+ * parseArgs: loading node:util costs about 1 ms of every actor start, and the supervisor
+ * writes these command lines itself.
+ */
+function parseOptions(argv: readonly string[]): Partial<Record<Option, string>> {
+  const values: Partial<Record<Option, string>> = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i]!.replace(/^--/, "") as Option;
+    if (!argv[i]!.startsWith("--") || !OPTIONS.includes(key) || argv[i + 1] === undefined) {
+      console.error(`actor host: unexpected argument '${argv[i]}' (options: ${OPTIONS.map((o) => `--${o} <value>`).join(" ")})`);
+      process.exit(2);
+    }
+    values[key] = argv[i + 1];
+  }
+  return values;
+}
+
+async function main(argv: readonly string[], assignedAt?: number): Promise<void> {
+  const values = parseOptions(argv);
   if (!values.module || !values.name || !values.dir) {
     console.error("actor host: --module, --name and --dir are required");
     process.exit(2);
@@ -31,8 +46,8 @@ async function main(): Promise<void> {
     await runActorHost({
       module: values.module,
       name: values.name,
-      instance: Number(values.instance),
-      pool: Number(values.pool),
+      instance: Number(values.instance ?? 0),
+      pool: Number(values.pool ?? 1),
       dir: values.dir,
       concurrency: optionalNumber(values.concurrency),
       window: optionalNumber(values.window),
@@ -40,6 +55,7 @@ async function main(): Promise<void> {
       token: process.env.HERMES_MESH_TOKEN || undefined,
       durable: process.env.HERMES_ACTOR_DURABLE === "1",
       events: process.env.HERMES_EVENTS !== "0",
+      ...(assignedAt !== undefined && { assignedAt }),
     });
   } catch (error) {
     const line = (fields: Record<string, unknown>) => JSON.stringify({ ts: new Date().toISOString(), level: "error", actor: values.name, ...fields });
@@ -55,5 +71,46 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * Waits for the assignment, takes on its environment and arguments, and runs as them.
+ * `preload`: modules to import while waiting, such as the one every actor module imports.
+ */
+async function standby(preload: readonly string[]): Promise<void> {
+  // As an actor does: a Ctrl-C reaches the whole process group, and the supervisor stops the mesh.
+  process.on("SIGINT", () => {});
+  // A standby has time now for what its start would otherwise load then: node:crypto (trace
+  // ids of the first request), which the bundle defers (src/supervisor/actor-host-bundle.ts),
+  // and the preloads, which also warm the loader for TypeScript sources.
+  await import("node:crypto");
+  for (const module of preload) await import(module).catch(() => {});
+  const line = await firstLine(Bun.stdin.stream());
+  if (line === undefined) process.exit(0);
+  const assignedAt = performance.now();
+  const { argv, env } = JSON.parse(line) as StandbyAssignment;
+  for (const [name, value] of Object.entries(env)) {
+    if (value === null) delete process.env[name];
+    else process.env[name] = value;
+  }
+  process.argv.splice(2, Infinity, ...argv);
+  await main(argv, assignedAt);
+}
+
+/** The first line of `stream` (without its newline), or undefined if it ends before one. */
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string | undefined> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return undefined;
+    text += decoder.decode(value, { stream: true });
+    const end = text.indexOf("\n");
+    if (end >= 0) {
+      reader.releaseLock();
+      return text.slice(0, end);
+    }
+  }
+}
+
 // Not top-level await: this entry is also bundled as CommonJS with bytecode (actor-host-bundle.ts).
-void main();
+void (process.argv[2] === STANDBY_FLAG ? standby(process.argv.slice(3)) : main(process.argv.slice(2)));

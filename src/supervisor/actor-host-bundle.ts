@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import type { BunPlugin } from "bun";
 import type { Logger } from "../../mesh/logger.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -12,10 +14,10 @@ let entry: Promise<string> | undefined;
 /**
  * The file an actor process runs: the actor host bundled into one CommonJS file with Bun's
  * bytecode, built once per version of the sources and kept under node_modules/.cache. Why:
- * loading the host from source (msgpackr, zod, the mesh code) took about 40 ms of every
- * restart; the bundle loads in about 20 (bench/startup-profile.ts). msgpackr's native string
- * extractor stays outside the bundle and is found from node_modules as before. Falls back to
- * the source entry if the build fails, and HERMES_ACTOR_HOST=source forces the source.
+ * loading the host from source (msgpackr and the mesh code) takes about 24 ms of every
+ * start; the bundle, with the start-up cuts of `startupCuts`, about 7
+ * (bench/startup-profile.ts). Falls back to the source entry if the build fails, and
+ * HERMES_ACTOR_HOST=source forces the source.
  */
 export function actorHostEntry(log?: Logger): Promise<string> {
   if (process.env.HERMES_ACTOR_HOST === "source") return Promise.resolve(HOST_SOURCE);
@@ -31,15 +33,7 @@ async function build(log?: Logger): Promise<string> {
   if (existsSync(file)) return file;
   const staging = `${dir}.${process.pid}.tmp`;
   rmSync(staging, { recursive: true, force: true });
-  const result = await Bun.build({
-    entrypoints: [HOST_SOURCE],
-    target: "bun",
-    format: "cjs",
-    bytecode: true,
-    outdir: staging,
-    external: ["msgpackr-extract"],
-  });
-  if (!result.success) throw new Error(result.logs.map(String).join("\n"));
+  await bundleHost(HOST_SOURCE, staging);
   try {
     renameSync(staging, dir);
   } catch {
@@ -49,6 +43,91 @@ async function build(log?: Logger): Promise<string> {
   log?.debug("actor host bundled", { file });
   pruneOldBundles(dirname(dir), dir);
   return file;
+}
+
+/**
+ * Bundles `entry` as the actor host is bundled (one CommonJS file with Bun's bytecode beside
+ * it, with the start-up cuts below) into `outdir`; bench/startup-profile.ts measures the same
+ * build. Rejects with the build's messages.
+ *
+ * @example
+ * await bundleHost("src/actor/actor-host.ts", "/tmp/host-bundle"); // /tmp/host-bundle/actor-host.js
+ */
+export async function bundleHost(entry: string, outdir: string): Promise<void> {
+  const result = await Bun.build({
+    entrypoints: [entry],
+    target: "bun",
+    format: "cjs",
+    bytecode: true,
+    outdir,
+    plugins: [startupCuts()],
+  });
+  if (!result.success) throw new Error(result.logs.map(String).join("\n"));
+}
+
+/** Builtins an actor's start-up does not call: on Bun the sockets are Bun's; hashes come with the first messages. */
+const DEFERRED_BUILTINS = ["net", "crypto"];
+const DEFERRED = "hermes-deferred";
+
+/**
+ * What the bundle leaves out of an actor's start-up, measured by bench/startup-profile.ts:
+ * - node:net (the socket adapter's fallback for runtimes other than Bun) and node:crypto (trace
+ *   ids of handled messages, the token check) cost about 5 ms to load together: this
+ *   repository's imports of them get a stand-in whose functions load the builtin on their
+ *   first call (node:crypto with the first handled message; a standby host loads it while it
+ *   waits). Only functions are deferred: importing anything else from them fails the build
+ *   (and actors run from source, with a warning). Bun resolves builtins before any plugin sees
+ *   them, so the importing source gets the stand-in's name in place of the builtin's.
+ * - msgpackr's native string extractor is found at run time by node-gyp-build, which costs
+ *   about 5 ms (the binary itself loads in 1): the binary's path is looked up once, here, and
+ *   the bundle loads it directly (or through node-gyp-build, as before, if it is gone).
+ */
+function startupCuts(): BunPlugin {
+  const imports = new RegExp(`(from\\s*)(["'])(?:node:)?(${DEFERRED_BUILTINS.join("|")})\\2`, "g");
+  const root = ROOT.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const ownSources = new RegExp(`^${root}/(src|mesh)/.*\\.ts$`);
+  return {
+    name: "hermes-actor-startup",
+    setup(build) {
+      build.onLoad({ filter: ownSources }, async (args) => {
+        const text = await Bun.file(args.path).text();
+        return { contents: text.replace(imports, `$1"${DEFERRED}:$3"`), loader: "ts" };
+      });
+      build.onResolve({ filter: new RegExp(`^${DEFERRED}:`) }, (args) => ({ path: args.path.slice(DEFERRED.length + 1), namespace: DEFERRED }));
+      build.onLoad({ filter: /.*/, namespace: DEFERRED }, (args) => ({ contents: deferredBuiltin(args.path), loader: "js" }));
+      build.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "hermes-native" }));
+      build.onLoad({ filter: /.*/, namespace: "hermes-native" }, () => ({ contents: nativeExtractor(), loader: "js" }));
+    },
+  };
+}
+
+/** A module with every function of builtin `name`, each loading the builtin on first use. */
+function deferredBuiltin(name: string): string {
+  const builtin = createRequire(import.meta.url)(`node:${name}`) as Record<string, unknown>;
+  const functions = Object.keys(builtin).filter((key) => typeof builtin[key] === "function");
+  return [
+    // A computed require: the bundler would take a literal one for this very module.
+    `const id = ${JSON.stringify(`node:${name}`)}; let loaded; const load = () => (loaded ??= require(id));`,
+    // Classes too (net.Socket): `new` on a stand-in constructs the real one.
+    ...functions.map((key) => `export function ${key}(...args) { return new.target ? Reflect.construct(load().${key}, args, new.target) : load().${key}.apply(this, args); }`),
+    `export default new Proxy({}, { get: (_, key) => load()[key] });`,
+  ].join("\n");
+}
+
+/** `msgpackr-extract`'s exports, from the binary node-gyp-build finds now (a computed require: the bundler leaves it alone). */
+function nativeExtractor(): string {
+  let binary: string | undefined;
+  try {
+    const require = createRequire(import.meta.url);
+    const find = require("node-gyp-build-optional-packages") as { path(dir: string): string };
+    binary = find.path(dirname(require.resolve("msgpackr-extract/package.json")));
+  } catch {
+    // Not installed here: msgpackr runs without it, as it would from source.
+  }
+  return `const at = ${JSON.stringify(binary ?? null)}, finder = "msgpackr-extract";
+let extractor;
+try { extractor = at === null ? require(finder) : require(at); } catch { extractor = require(finder); }
+module.exports = extractor;`;
 }
 
 /**

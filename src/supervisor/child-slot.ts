@@ -27,6 +27,8 @@ export class ChildSlot {
   restarts = 0;
   lastExit: ExitInfo | undefined;
   current: Running | undefined;
+  /** When this child's last restart was decided (ms, Date.now()). */
+  #lastRestartAt = -Infinity;
 
   constructor(spec: ChildSpec, backoff: BackoffOptions | undefined) {
     this.spec = spec;
@@ -36,6 +38,21 @@ export class ChildSlot {
     // OTP gives a child supervisor infinite time: its own children's shutdowns bound it.
     this.shutdown = spec.shutdown ?? (this.type === "supervisor" ? Infinity : DEFAULT_SHUTDOWN_MS);
     this.backoff = backoff && new Backoff(backoff);
+  }
+
+  /**
+   * How long to wait before restarting this child now. Its first restart after a quiet period
+   * (the backoff's `resetAfterMs`, by default the supervisor's intensity period) is immediate: a
+   * one-off crash costs no more than a new process. Each further restart within that period
+   * waits the backoff's next delay (`initialMs`, then growing), so a crash loop does not spin.
+   */
+  restartDelay(now = Date.now()): number {
+    const quiet = now - this.#lastRestartAt >= (this.backoff?.resetAfterMs ?? Infinity);
+    this.#lastRestartAt = now;
+    if (!this.backoff) return 0;
+    if (!quiet) return this.backoff.next(now);
+    this.backoff.reset();
+    return 0;
   }
 
   /** Starts a new instance; `onExit` hears of its exit, whoever caused it. */
@@ -51,6 +68,7 @@ export class ChildSlot {
       exited,
       stop: () => raw.stop(),
       kill: () => raw.kill(),
+      ...(raw.startup && { startup: raw.startup }),
       ...(raw.children && { children: () => raw.children!() }),
     };
     const running: Running = { handle, expected: false };

@@ -97,7 +97,23 @@ export interface ChildHandle {
   kill(): void;
   /** A nested supervisor reports its own children here, so `status()` shows the whole tree. */
   children?(): ChildStatus[];
+  /** Where the time of this start went, when the child can tell: see StartupTimings. */
+  startup?: StartupTimings;
 }
+
+/**
+ * Where the time of one start went: for each step, in the order the child went through them,
+ * the ms after `start()` was called at which it was done. An actor process reports `spawned`
+ * (the process exists), `loaded` (Bun started and the actor host's code ran), `imported` (its
+ * module), `listening` (registered, its socket open; init begins), `ready` (the supervisor
+ * answered its ready) and `ready_line` (its ready line read, when start() resolves).
+ *
+ * @example
+ * sup.onEvent((e) => {
+ *   if (e.type === "started" && e.startup) console.log(e.child, e.startup); // { spawned: 0.3, loaded: 19.8, ... }
+ * });
+ */
+export type StartupTimings = Readonly<Record<string, number>>;
 
 /**
  * How to start and treat one child.

@@ -3,21 +3,31 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
 import { actorAddress, actorSocketPath, meshInfoPath, type MeshInfo } from "../../mesh/control-protocol.ts";
-import { type RegistryEntry, Registry } from "../../mesh/registry.ts";
+import type { Registry, RegistryEntry } from "../../mesh/registry.ts";
 import type { Logger } from "../../mesh/logger.ts";
 import { stableAgentId } from "../../mesh/ids.ts";
-import type { ChildHandle, ChildSpec as SupervisedChild } from "./child-spec.ts";
+import type { StartupReport } from "../actor/actor-host.ts";
+import type { ChildHandle, ChildSpec as SupervisedChild, StartupTimings } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { actorHostEntry } from "./actor-host-bundle.ts";
-import { processChild, type ProcessChildOptions } from "./process-child.ts";
+import { environment, processChild, type ProcessChildOptions } from "./process-child.ts";
+import { StandbyHost } from "./standby-host.ts";
+import { SupervisorRegistry } from "./supervisor-registry.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
 import { messageOf } from "./supervisor-errors.ts";
 import { Supervisor } from "./supervisor.ts";
 
-/** The line an actor process prints once it is listening, initialised and registered. */
+/** The line a member process prints once it is listening, initialised and registered. */
 export const READY_LINE = "hermes-mesh:ready";
+/** The line an actor host prints once its module is loaded, with its StartupReport as JSON. */
+const LOADED_LINE = "hermes-mesh:loaded ";
+
+/** What actor modules import (from source): a standby host loads it while it waits. */
+const DEFINE_ACTOR = join(import.meta.dir, "../actor/define-actor.ts");
+/** How long after the tree is up, or a start took the standby actor host, the next one is spawned. */
+const STANDBY_AFTER_RESTART_MS = 100;
 
 /** A mesh started from a mesh file. */
 export interface RunningMesh {
@@ -47,6 +57,12 @@ export interface StartMeshOptions {
    * section; `false` runs none. Port 0 picks a free port (see RunningMesh.gateway).
    */
   gateway?: GatewayOptions | false;
+  /**
+   * Keep one actor host started ahead (standby-host.ts), so that a start or restart skips Bun's
+   * start-up and the host's load; it costs one idle process. Default true, unless the
+   * environment has HERMES_ACTOR_STANDBY=0.
+   */
+  standby?: boolean;
 }
 
 /** How the gateway listens. */
@@ -83,9 +99,28 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   if (meshFile.mesh.token_env && !token) {
     throw new Error(`mesh.token_env names ${meshFile.mesh.token_env}, which is not set in the environment`);
   }
-  const registry = new Registry();
+  const pending = new Map<string, PendingStart>();
+  // An actor start is done when the control server marks it healthy (its ready, after init):
+  // the supervisor goes on to the next child at once, without waiting for the ready line the
+  // actor prints after the answer. Registration is noted for the start's timings.
+  const registry = new SupervisorRegistry((update) => {
+    const start = update.type === "patch" ? pending.get(update.address) : undefined;
+    if (!start || update.type !== "patch") return;
+    if ("capabilities" in update.changes) start.registeredAt ??= epochNow();
+    if (update.changes.health !== "healthy") return;
+    start.readyAt = epochNow();
+    start.ready.resolve();
+  });
   const spawned = new Map<string, ChildHandle>();
   const hostEntry = await actorHostEntry(options.log);
+  // The gateway's token is the gateway's alone: actors do not inherit it from this process.
+  const gatewayTokenEnv = meshFile.gateway?.token_env;
+  const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
+  const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
+  const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler };
+  const standby = (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
+    ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])
+    : undefined;
   const control = await ControlServer.start({
     dir,
     meshName: name,
@@ -102,16 +137,15 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   // Restarts, exits and escalations go to the mesh's event logs too, next to the actors' own.
   const supervisorLog = meshFile.mesh.events ? new EventLog(join(dir, "logs", "supervisor.jsonl"), { actor: "supervisor" }) : undefined;
   const onEvent = (event: SupervisorEvent) => {
-    if (event.type === "started" && event.child && registry.byAddress(event.child)) {
+    // The pid is in the entry since the spawn: only a restart count that changed goes out (each
+    // registry update is sent to every member, which made starting a large mesh slow).
+    const entry = event.type === "started" ? registry.byAddress(event.child) : undefined;
+    if (event.type === "started" && entry && (entry.pid !== event.pid || entry.restarts !== event.restarts)) {
       registry.patch(event.child, { pid: event.pid, restarts: event.restarts, updatedAt: Date.now() });
     }
     if (supervisorLog && event.type !== "restarting") supervisorLog.write({ ...event, event: event.type === "started" && event.restarts > 0 ? "restart" : event.type });
     options.onEvent?.(event);
   };
-  // The gateway's token is the gateway's alone: actors do not inherit it from this process.
-  const gatewayTokenEnv = meshFile.gateway?.token_env;
-  const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
-  const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
   const build = (spec: SupervisorSpec | MeshFile["supervisor"], id: string) => ({
     id,
     strategy: spec.strategy,
@@ -120,7 +154,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, control, spawned, token, options, hostEntry, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, hidden: actorHidden })
+        ? instancesOf(child, { dir, name, registry, control, spawned, pending, standby, options, hostEntry, ...members, hidden: actorHidden })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
@@ -139,10 +173,15 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   try {
     await root.start();
   } catch (error) {
+    standby?.close();
     await control.close();
     removeRunFiles(dir);
     throw error;
   }
+  // The spare is for restarts: made once the tree is up, and again a little after each restart
+  // that took it. (A spare booting beside each child as the tree starts only slowed it down: on
+  // two cores both compete, and spawning blocks this process for a few ms each time.)
+  if (standby) setTimeout(() => standby.prepare(), STANDBY_AFTER_RESTART_MS);
   let stopping: Promise<void> | undefined;
   return {
     name,
@@ -153,6 +192,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     ...(gatewayAt && { gateway: gatewayAt }),
     stop: () =>
       (stopping ??= (async () => {
+        standby?.close();
         await root.stop();
         await control.close();
         await supervisorLog?.close();
@@ -165,7 +205,8 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 function instancesOf(
   spec: ActorSpec,
   ctx: {
-    dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>;
+    dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
+    standby: StandbyHost | undefined;
     token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
   },
 ): SupervisedChild[] {
@@ -179,41 +220,147 @@ function instancesOf(
       ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
       ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
     ];
-    const output = (line: string) => (line === READY_LINE ? undefined : ctx.options.onOutput?.(address, line));
+    const output = (line: string) => {
+      const start = ctx.pending.get(address);
+      if (start) start.said = true;
+      if (line.startsWith(LOADED_LINE)) {
+        if (start) start.report = parseStartupReport(line);
+      } else if (line !== READY_LINE) {
+        ctx.options.onOutput?.(address, line);
+      }
+    };
     // Each start hands the child a new one-time secret: only it can register as this address.
     const env = () => {
       const secret = newSpawnSecret();
       ctx.control.expectSpawn(address, secret);
       return { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }), HERMES_SPAWN_SECRET: secret };
     };
-    const start = processChild(cmd, memberProcess(ctx, output, env, `actor ${address}`));
+    // A restart is announced at once, "starting" with its pid; a first start's pid goes out with
+    // its "healthy" (the registry holds what a starting instance gets until its health changes).
+    const onSpawn = (pid: number) => {
+      const start = ctx.pending.get(address);
+      if (start) start.spawnedAt = epochNow();
+      ctx.registry.patch(address, { health: "starting", pid, updatedAt: Date.now() });
+    };
+    const readyWhen = () => ctx.pending.get(address)?.ready.promise ?? new Promise<void>(() => {});
+    const processOptions: ProcessChildOptions = { ...memberProcess(ctx, output, env, `actor ${address}`), onSpawn, readyWhen };
+    const spawnFresh = processChild(cmd, processOptions);
+    const { standby } = ctx;
+    const viaStandby = standby && processChild(cmd, {
+      ...processOptions,
+      spawn: (command, options) => {
+        const handed = standby.take(command, options);
+        if (handed) ctx.pending.get(address)!.standby = true;
+        return handed;
+      },
+    });
+    /** One attempt: the start's record is kept for its timings, and for telling what failed. */
+    const attempt = async (how: () => Promise<ChildHandle>, start: PendingStart): Promise<ChildHandle> => {
+      ctx.pending.set(address, start);
+      try {
+        return await how();
+      } finally {
+        ctx.pending.delete(address);
+      }
+    };
+    // The next spare comes a little after the start that took one: spawning blocks this process
+    // for a few ms, which the restarted actor's first answers (and clients here) would feel.
+    const prepareStandby = (start: PendingStart) => {
+      if (standby && start.standby) setTimeout(() => standby.prepare(), STANDBY_AFTER_RESTART_MS);
+    };
     let startedBefore = false;
     return {
       id: address,
       restart: spec.restart,
       shutdown: spec.shutdown_ms,
       start: async () => {
-        ctx.registry.patch(address, { health: "starting", updatedAt: Date.now() });
-        let handle;
+        let start = newPendingStart();
+        let handle: ChildHandle;
         try {
-          handle = await start();
+          try {
+            handle = await attempt(viaStandby ?? spawnFresh, start);
+          } catch (error) {
+            // A spare that went away before it said a word (killed while it waited, say) did not
+            // fail as this actor: the start is spawned as usual rather than counted as a crash.
+            if (!start.standby || start.said) throw error;
+            ctx.options.log.warn("standby actor host gone before it took the start: spawning the actor", { actor: address, error: messageOf(error) });
+            start = newPendingStart();
+            handle = await attempt(spawnFresh, start);
+          }
         } catch (error) {
+          prepareStandby(start);
           // A first start's failure goes up the tree to whoever started the mesh, who reports
           // it; a failed restart is only recorded by the supervisor, so it is logged here.
           if (startedBefore) ctx.options.log.error("actor failed to restart", { actor: address, error: messageOf(error) });
+          // Spawned but never ready: that process is gone (processChild killed it).
+          if (start.spawnedAt !== undefined && ctx.registry.byAddress(address)?.pid !== undefined) ctx.registry.patch(address, { pid: undefined, updatedAt: Date.now() });
           throw error;
         }
         startedBefore = true;
-        ctx.spawned.set(address, handle);
-        ctx.registry.patch(address, { pid: handle.pid, updatedAt: Date.now() });
-        handle.exited.then(() => {
-          if (ctx.spawned.get(address) === handle) ctx.spawned.delete(address);
+        prepareStandby(start);
+        const started: ChildHandle = { ...handle, startup: startupTimings(start) };
+        ctx.spawned.set(address, started);
+        started.exited.then(() => {
+          if (ctx.spawned.get(address) === started) ctx.spawned.delete(address);
           ctx.registry.patch(address, { health: "down", pid: undefined, queueDepth: 0, inFlight: 0, updatedAt: Date.now() });
         });
-        return handle;
+        return started;
       },
     };
   });
+}
+
+/** Now as epoch ms with the monotonic clock's precision, comparable with another process's. */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** One actor start under way: what it reported and when each step was seen (epoch ms). */
+interface PendingStart {
+  calledAt: number;
+  /** Handed to the standby host. */
+  standby?: boolean;
+  /** The process printed something. */
+  said?: boolean;
+  spawnedAt?: number;
+  report?: StartupReport;
+  registeredAt?: number;
+  readyAt?: number;
+  ready: PromiseWithResolvers<void>;
+}
+
+function newPendingStart(): PendingStart {
+  return { calledAt: epochNow(), ready: Promise.withResolvers<void>() };
+}
+
+/**
+ * The StartupTimings of one actor start, in ms after it was called: spawned and, from the
+ * host's loaded line, loaded (or a standby's assignment read) and imported; registered and
+ * ready as the registry saw them.
+ */
+function startupTimings(start: PendingStart): StartupTimings {
+  const since = (at: number) => Math.round((at - start.calledAt) * 10) / 10;
+  const steps: Record<string, number> = {};
+  if (start.spawnedAt !== undefined) steps.spawned = since(start.spawnedAt);
+  const report = start.report;
+  if (report) {
+    // A standby loaded its code before this start: what counts is when it read its assignment.
+    steps.loaded = since(report.origin + (report.assigned ?? report.loaded));
+    steps.imported = since(report.origin + report.imported);
+    if (report.assigned !== undefined) steps.standby = 1;
+  }
+  if (start.registeredAt !== undefined) steps.registered = since(start.registeredAt);
+  if (start.readyAt !== undefined) steps.ready = since(start.readyAt);
+  return steps;
+}
+
+function parseStartupReport(line: string): StartupReport | undefined {
+  try {
+    const report = JSON.parse(line.slice(LOADED_LINE.length)) as StartupReport;
+    return typeof report?.origin === "number" && typeof report.loaded === "number" && typeof report.imported === "number" ? report : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName: string): RegistryEntry {
@@ -292,17 +439,25 @@ function memberProcess(
 ): ProcessChildOptions {
   return {
     name,
-    env: () => ({
-      ...Object.fromEntries(ctx.hidden.map((name) => [name, undefined])),
-      ...(typeof env === "function" ? env() : env),
-      ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
-      ...(!ctx.events && { HERMES_EVENTS: "0" }),
-      HERMES_SCHEDULER: ctx.scheduler,
-    }),
+    env: () => ({ ...meshEnv(ctx), ...(typeof env === "function" ? env() : env), ...meshEnv(ctx, false) }),
     onStdout: output,
     onStderr: output,
     ready: (line) => line === READY_LINE,
     readyTimeoutMs: 15_000,
+  };
+}
+
+/**
+ * The environment changes every member of the mesh gets: the mesh-wide settings, and the
+ * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
+ * whatever a member's own variables say).
+ */
+function meshEnv(ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[] }, hiding = true): Record<string, string | undefined> {
+  return {
+    ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
+    ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+    ...(!ctx.events && { HERMES_EVENTS: "0" }),
+    HERMES_SCHEDULER: ctx.scheduler,
   };
 }
 

@@ -21,6 +21,23 @@ export interface ProcessChildOptions {
    * waits for the child's init: the next sibling then starts after this one is ready.
    */
   ready?(line: string): boolean;
+  /**
+   * Starts the process in Bun.spawn's place, or returns undefined to have it spawned as usual:
+   * how a mesh hands a start to a standby actor host (standby-host.ts). `env` is the whole
+   * environment the process is to have. What it returns must pipe stdout and stderr.
+   */
+  spawn?(cmd: string[], options: { env: Record<string, string>; cwd?: string }): SpawnedProcess | undefined;
+  /**
+   * Called with the pid right after the process is spawned, before it is ready: start() may
+   * take a while to resolve, and the pid is useful meanwhile (to show it, or to kill it).
+   */
+  onSpawn?(pid: number): void;
+  /**
+   * Called after the spawn with the pid: a promise that resolves once the child is ready by
+   * other means than its output (a mesh hears it from the control plane, which comes before the
+   * ready line). start() resolves on this or the `ready` line, whichever comes first.
+   */
+  readyWhen?(pid: number): Promise<void>;
   /** Ms to wait for the ready line before killing the process and rejecting. Default 5000. */
   readyTimeoutMs?: number;
   /**
@@ -55,23 +72,28 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
           if (ready(line)) readiness.resolve();
         }
       : onStdout;
-    const proc = Bun.spawn(cmd, {
+    const env = environment(typeof options.env === "function" ? options.env() : options.env);
+    const handed = options.spawn?.(cmd, { env, ...(options.cwd !== undefined && { cwd: options.cwd }) });
+    const proc: SpawnedProcess = handed ?? Bun.spawn(cmd, {
       cwd: options.cwd,
-      env: environment(typeof options.env === "function" ? options.env() : options.env),
+      env,
       stdin: "ignore",
       stdout: stdoutLine ? "pipe" : "inherit",
       stderr: options.onStderr ? "pipe" : "inherit",
     });
+    options.onSpawn?.(proc.pid);
     // Drain the pipes before reporting the exit, so the last lines reach the callbacks first.
+    // A handed-over process always pipes both: drained even without a callback, or it would block.
     const drained = Promise.all([
-      stdoutLine && forEachLine(proc.stdout as ReadableStream<Uint8Array>, stdoutLine),
-      options.onStderr && forEachLine(proc.stderr as ReadableStream<Uint8Array>, options.onStderr),
+      (stdoutLine || handed) && forEachLine(proc.stdout as ReadableStream<Uint8Array>, stdoutLine ?? (() => {})),
+      (options.onStderr || handed) && forEachLine(proc.stderr as ReadableStream<Uint8Array>, options.onStderr ?? (() => {})),
     ]).catch(() => {});
     const exited = proc.exited.then(async (): Promise<ExitInfo> => {
       await drained;
       return describeExit(proc.exitCode, proc.signalCode === null ? null : String(proc.signalCode));
     });
-    if (ready) await waitReady(proc, readiness.promise, exited, options.readyTimeoutMs ?? 5000, options.name ?? cmd.join(" "));
+    if (options.readyWhen) void options.readyWhen(proc.pid).then(() => readiness.resolve(), () => {});
+    if (ready || options.readyWhen) await waitReady(proc, readiness.promise, exited, options.readyTimeoutMs ?? 5000, options.name ?? cmd.join(" "));
     return {
       pid: proc.pid,
       exited,
@@ -82,9 +104,15 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
   };
 }
 
+/** What processChild needs of a started process: Bun.spawn's, or one a `spawn` option handed over. */
+export type SpawnedProcess = Pick<Bun.Subprocess, "pid" | "exited" | "exitCode" | "signalCode" | "kill"> & {
+  stdout: ReadableStream<Uint8Array> | number | undefined;
+  stderr: ReadableStream<Uint8Array> | number | undefined;
+};
+
 /** Resolves once ready; otherwise kills the process and rejects with why. */
 async function waitReady(
-  proc: Bun.Subprocess,
+  proc: SpawnedProcess,
   ready: Promise<void>,
   exited: Promise<ExitInfo>,
   timeoutMs: number,
@@ -103,7 +131,8 @@ async function waitReady(
   throw new HermesError(ErrorCode.UNAVAILABLE, `${name}: ${failure}`, { reason: failure });
 }
 
-function environment(extra: Record<string, string | undefined> = {}): Record<string, string> {
+/** This process's environment with `extra` applied (an undefined value removes a variable). */
+export function environment(extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string | undefined> = { ...process.env, ...extra };
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }

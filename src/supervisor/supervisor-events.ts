@@ -2,7 +2,7 @@
  * What a supervisor tells the world: a discriminated union of lifecycle events, delivered to
  * listeners and to any number of async iterators.
  */
-import type { ExitInfo, Strategy } from "./child-spec.ts";
+import type { ExitInfo, StartupTimings, Strategy } from "./child-spec.ts";
 
 /** Why the supervisor stopped a child (these stops are never failures). */
 export type StopReason = "shutdown" | "sibling_restart" | "max_restart_intensity" | "operator" | "start_failed";
@@ -12,9 +12,11 @@ export type SupervisorEndReason = "shutdown" | "killed" | "reached_max_restart_i
 
 /**
  * Every event names its supervisor; `child` is set for events about one child.
- * - started: a child is up (initial start, restart, or operator restart).
+ * - started: a child is up (initial start, restart, or operator restart); `startup` says where
+ *   the time went when the child reports it (an actor process does, see StartupTimings).
  * - exited: a child ended on its own or by `killChild` (not by the supervisor stopping it).
- * - restarting: a restart was decided; the supervisor waits `delayMs`, then restarts `children`.
+ * - restarting: a restart was decided; the supervisor waits `delayMs` (0 for a child's first
+ *   restart after a quiet period, see `SupervisorOptions.backoff`), then restarts `children`.
  *   `recentRestarts` counts this one and the others within the intensity period.
  * - restarted: the restart of `children` (in order) is done.
  * - intensity_exceeded: too many restarts; all children are being stopped and the supervisor escalates.
@@ -26,7 +28,7 @@ export type SupervisorEndReason = "shutdown" | "killed" | "reached_max_restart_i
  * }
  */
 export type SupervisorEvent =
-  | { type: "started"; supervisor: string; child: string; pid?: number; restarts: number }
+  | { type: "started"; supervisor: string; child: string; pid?: number; restarts: number; startup?: StartupTimings }
   | { type: "exited"; supervisor: string; child: string; pid?: number; exit: ExitInfo; normal: boolean; willRestart: boolean }
   | { type: "restarting"; supervisor: string; child: string; strategy: Strategy; delayMs: number; recentRestarts: number; children: string[] }
   | { type: "restarted"; supervisor: string; child: string; children: string[] }

@@ -26,8 +26,11 @@ export interface SupervisorOptions {
   /** Default 5000. */
   period?: number;
   /**
-   * Delay before each restart; `false` restarts at once. Each child has its own backoff, reset
-   * after `period` ms without restarts unless `resetAfterMs` says otherwise.
+   * Delay before a child's repeated restarts; `false` restarts at once every time. A child's
+   * first restart after a quiet period (`resetAfterMs`, default `period`, without a restart of
+   * it) is immediate; each further one within that period waits the next delay (`initialMs`,
+   * then growing by `factor` up to `maxMs`). Each child has its own. The intensity still counts
+   * every restart: more than `intensity` within `period` and the supervisor gives up.
    */
   backoff?: BackoffOptions | false;
   /** Started in this order, stopped in the reverse order. */

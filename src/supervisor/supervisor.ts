@@ -172,7 +172,10 @@ export class Supervisor {
 
   async #startSlot(slot: ChildSlot): Promise<void> {
     const { handle } = await slot.start((running, exit) => void this.#serial(() => this.#onExit(slot, running, exit)));
-    this.#emit({ type: "started", child: slot.id, ...(handle.pid !== undefined && { pid: handle.pid }), restarts: slot.restarts });
+    this.#emit({
+      type: "started", child: slot.id, ...(handle.pid !== undefined && { pid: handle.pid }), restarts: slot.restarts,
+      ...(handle.startup && { startup: handle.startup }),
+    });
   }
 
   async #stopSlot(slot: ChildSlot, reason: StopReason): Promise<void> {
@@ -209,7 +212,7 @@ export class Supervisor {
       const group = restartGroup(this.strategy, this.#slots.length, this.#slots.indexOf(failed)).map((i) => this.#slots[i]!);
       // As in OTP, temporary siblings are stopped with the group but never restarted.
       const restarting = group.filter((slot) => slot === failed || slot.restart !== "temporary");
-      const delayMs = failed.backoff?.next() ?? 0;
+      const delayMs = failed.restartDelay();
       failed.state = "restarting";
       this.#emit({
         type: "restarting", child: failed.id, strategy: this.strategy, delayMs,

@@ -1,0 +1,95 @@
+/**
+ * A standby actor host: a Bun process started ahead of need, with the actor host's code loaded,
+ * that waits on its stdin for which actor to become. A start handed to it skips Bun's own
+ * start-up and the host's load, most of a restart's time (docs/actors.md, "Restarts"). A mesh
+ * keeps one from the moment its tree is up, for the next restart (mesh-runtime.ts).
+ */
+import type { Logger } from "../../mesh/logger.ts";
+import { STANDBY_FLAG, type StandbyAssignment } from "../actor/actor-host.ts";
+import type { SpawnedProcess } from "./process-child.ts";
+
+/**
+ * Variables that take effect when a process starts (Bun's and JavaScriptCore's settings, the
+ * allocator, the dynamic linker, locale and time zone): a start that changes one of them is
+ * spawned fresh, since a standby's start-up has happened already.
+ */
+const READ_AT_START = /^(BUN_|NODE_|JSC_|MALLOC|LD_|UV_|TZ$|LANG$|LC_)/;
+
+type Spare = Bun.Subprocess<"pipe", "pipe", "pipe">;
+
+/**
+ * At most one spare actor host, for `[bun, hostEntry]`, with the environment every actor of the
+ * mesh shares.
+ *
+ * @example
+ * const standby = new StandbyHost([process.execPath, hostEntry], meshEnv, log);
+ * standby.prepare();
+ * const proc = standby.take(cmd, { env }) ?? Bun.spawn(cmd, { env, ... });
+ * standby.close();
+ */
+export class StandbyHost {
+  #host: readonly [string, string];
+  #env: Record<string, string>;
+  #log: Logger;
+  #preload: readonly string[];
+  #spare: Spare | undefined;
+  #closed = false;
+
+  /** `preload`: modules a spare imports while it waits (any actor module's common imports). */
+  constructor(host: readonly [string, string], env: Record<string, string>, log: Logger, preload: readonly string[] = []) {
+    this.#host = host;
+    this.#env = env;
+    this.#log = log;
+    this.#preload = preload;
+  }
+
+  /** Starts a spare, unless there is one (or this is closed). */
+  prepare(): void {
+    if (this.#closed || this.#spare) return;
+    const spare = Bun.spawn([...this.#host, STANDBY_FLAG, ...this.#preload], { env: this.#env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    this.#spare = spare;
+    void spare.exited.then((code) => {
+      if (this.#spare !== spare) return; // taken: its exit is the actor's
+      this.#spare = undefined;
+      if (!this.#closed) this.#log.warn("standby actor host exited before it was used", { pid: spare.pid, code, signal: spare.signalCode });
+    });
+  }
+
+  /**
+   * The spare, told to run the host with `cmd`'s arguments and `env`, or undefined when it
+   * cannot be (then spawn as usual): there is no live spare, `cmd` is not this host, a `cwd` is
+   * asked for, or `env` changes a variable read at start-up. The spare is the caller's from now
+   * on; `prepare()` makes the next one.
+   */
+  take(cmd: readonly string[], options: { env: Record<string, string>; cwd?: string }): SpawnedProcess | undefined {
+    const spare = this.#spare;
+    if (!spare || spare.exitCode !== null || spare.signalCode !== null || spare.killed) return undefined;
+    if (options.cwd !== undefined || cmd[0] !== this.#host[0] || cmd[1] !== this.#host[1]) return undefined;
+    const env = envChanges(this.#env, options.env);
+    if (Object.keys(env).some((name) => READ_AT_START.test(name))) return undefined;
+    const assignment: StandbyAssignment = { argv: cmd.slice(2), env };
+    try {
+      spare.stdin.write(`${JSON.stringify(assignment)}\n`);
+      spare.stdin.end();
+    } catch {
+      return undefined; // it went away meanwhile; its exit handler forgets it
+    }
+    this.#spare = undefined;
+    return spare;
+  }
+
+  /** Kills the spare; no other is made. */
+  close(): void {
+    this.#closed = true;
+    this.#spare?.kill("SIGKILL");
+    this.#spare = undefined;
+  }
+}
+
+/** What turns environment `from` into `to`: changed or added values, and `null` for the ones to remove. */
+function envChanges(from: Record<string, string>, to: Record<string, string>): Record<string, string | null> {
+  const changes: Record<string, string | null> = {};
+  for (const [name, value] of Object.entries(to)) if (from[name] !== value) changes[name] = value;
+  for (const name of Object.keys(from)) if (!(name in to)) changes[name] = null;
+  return changes;
+}

@@ -1,0 +1,84 @@
+/**
+ * When a restart waits: a child's first restart after a quiet period is immediate, each further
+ * one within the period waits the backoff's next (growing) delay, and the intensity still gives
+ * up. Children here are in-process doubles whose crashes the test triggers, so the delays the
+ * supervisor chose are exact; nothing is timed.
+ */
+import { describe, expect, test } from "bun:test";
+import { ChildSlot } from "../../src/supervisor/child-slot.ts";
+import type { ChildHandle, ChildSpec, ExitInfo } from "../../src/supervisor/child-spec.ts";
+import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { waitFor } from "../helpers.ts";
+
+const CRASH: ExitInfo = { code: 1, signal: null, reason: "crashed" };
+
+/** A child double: `crash()` ends its current instance abnormally; `starts` counts its starts. */
+function double(id: string): ChildSpec & { crash(): void; starts: number } {
+  let current: ((exit: ExitInfo) => void) | undefined;
+  const child = {
+    id,
+    starts: 0,
+    crash: () => current?.(CRASH),
+    async start(): Promise<ChildHandle> {
+      child.starts++;
+      const { promise, resolve } = Promise.withResolvers<ExitInfo>();
+      current = resolve;
+      const stop = () => resolve({ code: 0, signal: null, reason: "normal" });
+      return { exited: promise, stop, kill: stop };
+    },
+  };
+  return child;
+}
+
+const delays = (events: SupervisorEvent[]) => events.flatMap((e) => (e.type === "restarting" ? [e.delayMs] : []));
+
+describe("restart delay", () => {
+  test("a child's first restart is immediate, repeated ones back off, and too many give up", async () => {
+    const crashy = double("crashy");
+    const sup = new Supervisor({ id: "root", intensity: 3, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [crashy] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    for (let restart = 1; restart <= 3; restart++) {
+      crashy.crash();
+      await waitFor(() => crashy.starts === restart + 1, `restart ${restart}`);
+    }
+    // 0 for the first crash in the period, then initialMs doubling for each repeated one.
+    expect(delays(events)).toEqual([0, 20, 40]);
+    expect(events.filter((e) => e.type === "restarting").map((e) => e.type === "restarting" && e.recentRestarts)).toEqual([1, 2, 3]);
+    // OTP's intensity is untouched: a 4th restart within the period is one too many.
+    crashy.crash();
+    expect(await sup.exited).toEqual({ code: 1, signal: null, reason: "reached_max_restart_intensity" });
+    expect(events.some((e) => e.type === "intensity_exceeded")).toBe(true);
+    expect(crashy.starts).toBe(4);
+  });
+
+  test("each child has its own: a sibling's crashes do not make another child's first restart wait", async () => {
+    const [a, b] = [double("a"), double("b")];
+    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [a, b] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    a.crash();
+    await waitFor(() => a.starts === 2, "a restarted");
+    a.crash();
+    await waitFor(() => a.starts === 3, "a restarted again");
+    b.crash();
+    await waitFor(() => b.starts === 2, "b restarted");
+    expect(events.flatMap((e) => (e.type === "restarting" ? [[e.child, e.delayMs]] : []))).toEqual([["a", 0], ["a", 20], ["b", 0]]);
+    await sup.stop();
+  });
+
+  test("the sequence starts again, with an immediate restart, after a quiet period", () => {
+    const slot = new ChildSlot(double("x"), { initialMs: 10, maxMs: 1000, jitter: 0, resetAfterMs: 5000 });
+    expect([slot.restartDelay(0), slot.restartDelay(100), slot.restartDelay(200), slot.restartDelay(4000)]).toEqual([0, 10, 20, 40]);
+    // 5000 ms after the last restart: a one-off crash again.
+    expect([slot.restartDelay(9000), slot.restartDelay(9100), slot.restartDelay(9200)]).toEqual([0, 10, 20]);
+  });
+
+  test("without a backoff every restart is immediate", () => {
+    const slot = new ChildSlot(double("x"), undefined);
+    expect([slot.restartDelay(0), slot.restartDelay(1), slot.restartDelay(2)]).toEqual([0, 0, 0]);
+  });
+});

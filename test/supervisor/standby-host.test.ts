@@ -1,0 +1,153 @@
+/**
+ * The standby actor host: a restart handed to it runs as the actor, with the actor's own
+ * environment and arguments; a start that changes a variable read at process start is spawned
+ * fresh; and no spare outlives its mesh or its supervisor.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
+import { createLogger } from "../../mesh/logger.ts";
+import { StandbyHost } from "../../src/supervisor/standby-host.ts";
+import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
+import { startTestMesh } from "../actor/mesh-harness.ts";
+import { BUN, waitFor } from "../helpers.ts";
+
+const FIXTURE = join(import.meta.dir, "env-actor-fixture.ts");
+const HOST = join(import.meta.dir, "../../src/actor/host-main.ts");
+const silent = createLogger({}, () => {});
+
+/** Pids of this process's children running a standby actor host. */
+function spares(): number[] {
+  return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      const ppid = Number(readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      return ppid === process.pid && cmdline.includes(STANDBY_FLAG) ? [Number(name)] : [];
+    } catch {
+      return []; // gone meanwhile
+    }
+  });
+}
+
+const startups = (events: SupervisorEvent[], child: string) =>
+  events.flatMap((e) => (e.type === "started" && e.child === child ? [e.startup ?? {}] : []));
+
+describe("standby actor host", () => {
+  test("a restart is handed to the standby, which runs as the actor with its environment and arguments", async () => {
+    await using t = await startTestMesh(`
+mesh: { name: standby-env }
+supervisor:
+  children:
+    - { actor: envy, module: ${FIXTURE}, env: { HM_TEST_GREETING: hello } }
+`);
+    const client = await t.client();
+    const ask = async () => (await client.request("envy", { env: ["HM_TEST_GREETING", "HERMES_SPAWN_SECRET", "HERMES_MESH_DIR"] }, { timeoutMs: 5000 })).payload;
+    const first = await ask();
+    await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+    const spare = spares()[0]!;
+    process.kill(t.pid("envy"), "SIGKILL");
+    await waitFor(() => t.mesh.registry.byAddress("envy")?.health === "healthy" && t.mesh.registry.byAddress("envy")?.pid === spare, "envy restarted in the spare", 10_000);
+    const second = await ask();
+    expect(second.pid).toBe(spare);
+    // The same as a process spawned for it sees: its own variables, its arguments, no secret left.
+    expect(second.env).toEqual(first.env);
+    expect(second.env).toEqual({ HM_TEST_GREETING: "hello", HERMES_SPAWN_SECRET: null, HERMES_MESH_DIR: t.dir });
+    expect(second.argv).toEqual(first.argv);
+    expect(second.argv).toContain("--module");
+    const [initial, restart] = startups(t.events, "envy");
+    expect(initial!.standby).toBeUndefined();
+    expect(restart!.standby).toBe(1);
+    // Where the restart's time went, in order.
+    expect(restart!.spawned!).toBeLessThanOrEqual(restart!.imported!);
+    expect(restart!.imported!).toBeLessThanOrEqual(restart!.registered!);
+    expect(restart!.registered!).toBeLessThanOrEqual(restart!.ready!);
+    // The next spare comes a little after the restart that took this one.
+    await waitFor(() => spares().some((pid) => pid !== spare), "a new spare");
+  }, 30_000);
+
+  test("an actor that sets a variable read at process start is spawned fresh", async () => {
+    await using t = await startTestMesh(`
+mesh: { name: standby-tz }
+supervisor:
+  children:
+    - { actor: envy, module: ${FIXTURE}, env: { TZ: Pacific/Auckland } }
+`);
+    await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+    const spare = spares()[0]!;
+    const before = t.pid("envy");
+    process.kill(before, "SIGKILL");
+    await waitFor(() => t.mesh.registry.byAddress("envy")?.health === "healthy" && t.mesh.registry.byAddress("envy")?.pid !== before, "envy restarted", 10_000);
+    expect(t.pid("envy")).not.toBe(spare);
+    expect(startups(t.events, "envy")[1]!.standby).toBeUndefined();
+    const client = await t.client();
+    expect((await client.request("envy", { env: ["TZ"] }, { timeoutMs: 5000 })).payload.env).toEqual({ TZ: "Pacific/Auckland" });
+    expect(spares()).toEqual([spare]); // still waiting
+  }, 30_000);
+
+  test("a spare that dies before it took on the start does not cost the actor its restart", async () => {
+    // Default settings: a second failure within 5 s would make the supervisor give up.
+    await using t = await startTestMesh(`
+mesh: { name: standby-gone }
+supervisor:
+  children:
+    - { actor: envy, module: ${FIXTURE} }
+`);
+    await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+    const spare = spares()[0]!;
+    // Stopped, the spare is handed the restart but cannot read it; then it dies without a word.
+    process.kill(spare, "SIGSTOP");
+    const before = t.pid("envy");
+    process.kill(before, "SIGKILL");
+    await waitFor(() => t.mesh.registry.byAddress("envy")?.pid === spare, "the restart handed to the spare", 10_000);
+    process.kill(spare, "SIGKILL");
+    await waitFor(() => t.mesh.registry.byAddress("envy")?.health === "healthy", "envy restarted", 10_000);
+    expect(t.pid("envy")).not.toBe(spare);
+    expect(t.pid("envy")).not.toBe(before);
+    expect(t.mesh.root.state).toBe("running");
+    expect(t.mesh.root.status()[0]).toMatchObject({ state: "running", restarts: 1 });
+    expect(t.events.filter((e) => e.type === "exited")).toHaveLength(1); // the actor's crash only
+    const client = await t.client();
+    expect((await client.request("envy", {}, { timeoutMs: 5000 })).payload.pid).toBe(t.pid("envy"));
+  }, 30_000);
+
+  test("no spare outlives its mesh", async () => {
+    const t = await startTestMesh(`
+mesh: { name: standby-stop }
+supervisor:
+  children:
+    - { actor: envy, module: ${FIXTURE} }
+`);
+    try {
+      await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+    } finally {
+      await t[Symbol.asyncDispose]();
+    }
+    await waitFor(() => spares().length === 0, "the spare gone with the mesh");
+  }, 30_000);
+
+  test("a spare exits when its supervisor's pipe closes before any assignment", async () => {
+    const proc = Bun.spawn([BUN, HOST, STANDBY_FLAG], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    proc.stdin.end();
+    expect(await proc.exited).toBe(0);
+  }, 30_000);
+
+  test("take() hands over only what a spare can become: the host it runs, no cwd, no start-up variables", async () => {
+    const env = { PATH: process.env.PATH ?? "", HOME: "/nowhere" };
+    const standby = new StandbyHost([BUN, HOST], env, silent);
+    try {
+      expect(standby.take([BUN, HOST, "--name", "x"], { env })).toBeUndefined(); // none prepared
+      standby.prepare();
+      expect(standby.take([BUN, "other.ts"], { env })).toBeUndefined();
+      expect(standby.take([BUN, HOST], { env, cwd: "/" })).toBeUndefined();
+      expect(standby.take([BUN, HOST], { env: { ...env, BUN_JSC_forceRAMSize: "1" } })).toBeUndefined();
+      // Without --module the host refuses to run: the spare took the assignment and exits with 2.
+      const taken = standby.take([BUN, HOST], { env: { ...env, HM_TEST: "1" } });
+      expect(taken).toBeDefined();
+      expect(standby.take([BUN, HOST], { env })).toBeUndefined(); // one spare, taken
+      expect(await taken!.exited).toBe(2);
+    } finally {
+      standby.close();
+    }
+  }, 30_000);
+});

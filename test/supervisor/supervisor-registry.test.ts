@@ -1,0 +1,70 @@
+/**
+ * What the supervisor's registry announces: a starting instance once, when its health changes,
+ * with what it got meanwhile; nothing for a patch that changes nothing; its own state at once.
+ */
+import { describe, expect, test } from "bun:test";
+import type { RegistryEntry, RegistryUpdate } from "../../mesh/registry.ts";
+import { SupervisorRegistry } from "../../src/supervisor/supervisor-registry.ts";
+
+const entry = (address: string, health: RegistryEntry["health"]): RegistryEntry => ({
+  name: address, instance: 0, address, id: `id-${address}`, socket: `/tmp/${address}.sock`, capabilities: [], subscriptions: [],
+  health, kind: "actor", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: 1,
+});
+
+function recorded(): { registry: SupervisorRegistry; announced: RegistryUpdate[]; seen: RegistryUpdate[] } {
+  const seen: RegistryUpdate[] = [];
+  const registry = new SupervisorRegistry((u) => seen.push(u));
+  const announced: RegistryUpdate[] = [];
+  registry.onUpdate((u) => announced.push(u));
+  return { registry, announced, seen };
+}
+
+describe("SupervisorRegistry", () => {
+  test("a starting instance is announced once, with its health, carrying what it got meanwhile", () => {
+    const { registry, announced, seen } = recorded();
+    registry.upsert(entry("echo", "starting"));
+    registry.patch("echo", { health: "starting", pid: 42, updatedAt: 2 });
+    registry.patch("echo", { capabilities: ["echo"], subscriptions: ["demo.#"], updatedAt: 3 });
+    // Held from the mesh, but the supervisor's own record is current.
+    expect(announced.map((u) => u.type)).toEqual(["upsert"]);
+    expect(registry.byAddress("echo")).toMatchObject({ pid: 42, capabilities: ["echo"], health: "starting" });
+    expect(registry.withCapability("echo").map((e) => e.address)).toEqual(["echo"]);
+    registry.patch("echo", { health: "healthy", updatedAt: 4 });
+    expect(announced.slice(1)).toEqual([
+      { type: "patch", address: "echo", changes: { health: "healthy", pid: 42, capabilities: ["echo"], subscriptions: ["demo.#"], updatedAt: 4 } },
+    ]);
+    expect(seen).toHaveLength(4); // every update, held or not
+  });
+
+  test("a change of health, a restart's 'starting' included, goes out at once; so does anything about a running instance", () => {
+    const { registry, announced } = recorded();
+    registry.upsert(entry("echo", "healthy"));
+    registry.patch("echo", { queueDepth: 3, updatedAt: 2 });
+    registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
+    registry.patch("echo", { health: "starting", pid: 43, updatedAt: 4 });
+    expect(announced.slice(1).map((u) => u.type === "patch" && u.changes)).toEqual([
+      { queueDepth: 3, updatedAt: 2 },
+      { health: "down", pid: undefined, updatedAt: 3 },
+      { health: "starting", pid: 43, updatedAt: 4 },
+    ]);
+  });
+
+  test("a patch that changes nothing but updatedAt is not announced, though it is seen", () => {
+    const { registry, announced, seen } = recorded();
+    registry.upsert({ ...entry("echo", "healthy"), capabilities: ["echo"] });
+    expect(registry.patch("echo", { capabilities: ["echo"], subscriptions: [], updatedAt: 9 })).toBe(true);
+    expect(announced).toHaveLength(1);
+    expect(seen).toHaveLength(2);
+    expect(registry.patch("ghost", { health: "healthy" })).toBe(false); // unknown, as before
+  });
+
+  test("an instance that goes away while starting takes what was held with it", () => {
+    const { registry, announced } = recorded();
+    registry.upsert(entry("a", "starting"));
+    registry.patch("a", { pid: 7 });
+    registry.remove("a");
+    registry.upsert(entry("a", "starting"));
+    registry.patch("a", { health: "healthy" });
+    expect(announced.at(-1)).toEqual({ type: "patch", address: "a", changes: { health: "healthy" } });
+  });
+});
