@@ -4,6 +4,7 @@ import { basename } from "node:path";
 import { Packr, Unpackr } from "msgpackr";
 import { DedupeCache, type DedupeEntry, type DedupeStore } from "../../mesh/dedupe-cache.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
+import { createPlainCodec } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { DELETED, type ActorStore } from "./actor-store.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";
@@ -31,6 +32,12 @@ export interface DurableStoreOptions {
 
 const packr = new Packr({ useRecords: false, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, moreTypes: true });
+// Answers and outbox envelopes are stored as they go on the wire (plain msgpack), so a
+// redelivered answer keeps every payload value exactly: timestamps' nanoseconds, ext types,
+// big integers. The store's own values keep msgpackr's richer types (Date, Map, Set).
+const envelopes = createPlainCodec();
+const packEnvelope = (env: Envelope): Uint8Array => envelopes.encode(env);
+const unpackEnvelope = (bytes: Uint8Array): Envelope => envelopes.decode(bytes) as Envelope;
 /**
  * Test-only fault injection, read when a store opens: while the file this variable names
  * exists, every write of the store fails with SQLITE_FULL, as on a full disk. The event log
@@ -109,7 +116,7 @@ export class DurableStore implements DedupeStore, ActorStore {
       // A full disk at start: old ids stay until a later start prunes them (the refusal was warned about).
     }
     const rows = db.query("SELECT message_id, at, answer FROM dedupe ORDER BY at DESC LIMIT ?").all(cache.capacity) as Array<{ message_id: string; at: number; answer: Uint8Array | null }>;
-    for (const row of rows.reverse()) cache.complete(row.message_id, row.answer ? (unpackr.unpack(row.answer) as Envelope) : undefined);
+    for (const row of rows.reverse()) cache.complete(row.message_id, row.answer ? unpackEnvelope(row.answer) : undefined);
     for (const row of db.query("SELECT key, value FROM kv").all() as Array<{ key: string; value: Uint8Array }>) store.#kv.set(row.key, unpackr.unpack(row.value));
     return store;
   }
@@ -120,7 +127,7 @@ export class DurableStore implements DedupeStore, ActorStore {
     const entry = this.#cache.lookup(id);
     if (entry?.state === "done" && !entry.answer) {
       const row = this.#statements.answer.get(id) as { answer: Uint8Array | null } | null;
-      if (row?.answer) return { ...entry, answer: unpackr.unpack(row.answer) as Envelope };
+      if (row?.answer) return { ...entry, answer: unpackEnvelope(row.answer) };
     }
     return entry;
   }
@@ -186,7 +193,7 @@ export class DurableStore implements DedupeStore, ActorStore {
 
   #replaceAnswer(id: string, answer: Envelope): void {
     try {
-      this.#write(() => this.#statements.replaceAnswer.run(packr.pack(answer), id));
+      this.#write(() => this.#statements.replaceAnswer.run(packEnvelope(answer), id));
     } catch {
       // A full disk: the record keeps the first answer; memory has the one sent.
     }
@@ -197,13 +204,13 @@ export class DurableStore implements DedupeStore, ActorStore {
     const now = Date.now();
     this.#write(() =>
       this.#db.transaction(() => {
-        this.#statements.dedupe.run(id, now, answer ? packr.pack(answer) : null);
+        this.#statements.dedupe.run(id, now, answer ? packEnvelope(answer) : null);
         if (!effects) return;
         for (const [key, value] of effects.writes) {
           if (value === DELETED) this.#statements.del.run(key);
           else this.#statements.put.run(key, packr.pack(value));
         }
-        for (const { destination, envelope } of effects.outbox) this.#statements.outbox.run(envelope.message_id, destination, packr.pack(envelope), now);
+        for (const { destination, envelope } of effects.outbox) this.#statements.outbox.run(envelope.message_id, destination, packEnvelope(envelope), now);
       })(),
     );
     if (effects) {
@@ -264,7 +271,7 @@ export class DurableStore implements DedupeStore, ActorStore {
   /** Messages committed but not acknowledged by their destination: to resend after a restart. */
   pendingOutbox(): Array<{ destination: string; envelope: Envelope }> {
     const rows = this.#db.query("SELECT destination, envelope FROM outbox ORDER BY at, rowid").all() as Array<{ destination: string; envelope: Uint8Array }>;
-    return rows.map((row) => ({ destination: row.destination, envelope: unpackr.unpack(row.envelope) as Envelope }));
+    return rows.map((row) => ({ destination: row.destination, envelope: unpackEnvelope(row.envelope) }));
   }
 
   /** The destination acknowledged a message: its outbox row goes (batched per tick). */

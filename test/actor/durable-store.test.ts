@@ -6,6 +6,8 @@ import { createLogger } from "../../mesh/logger.ts";
 import { createErrorReply, createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { diskKinds, injectInto, openDisk, type FullableDisk } from "../disk-full.ts";
+import { MsgpackExt, MsgpackTimestamp } from "../../mesh/msgpack-values.ts";
+import { tempDir } from "../helpers.ts";
 
 /** A store on `disk` whose warnings are kept. */
 function openStore(disk: FullableDisk, name = "ledger.db") {
@@ -122,4 +124,32 @@ test("an answer the mesh replaced on its way out (it could not be sent) replaces
   expect(reopened.lookup(req.message_id)?.answer).toMatchObject({ message_type: MessageType.ERROR, message_id: replaced.message_id });
   expect(reopened.get("k")).toBe("v".repeat(6000));
   reopened.close();
+});
+
+describe("DurableStore keeps payload values exactly", () => {
+  test("a stored answer and outbox envelope come back with timestamps' nanoseconds, ext types and big integers intact", () => {
+    using dir = tempDir();
+    const path = join(dir.path, "exact.db");
+    const store = DurableStore.open(path, { log: createLogger({}, () => {}) });
+    const req = request(1);
+    const values = { at: new MsgpackTimestamp(1514862245, 678901234), ext: new MsgpackExt(1, new Uint8Array([0x10])), big: 2n ** 60n + 1n };
+    const answer = createReply(MessageType.RESPONSE, req, "ledger", values);
+    const event = createRequest("ledger", { target_agent: "audit" }, values);
+    store.begin(req.message_id);
+    store.commit(req.message_id, { writes: new Map(), outbox: [{ destination: "audit", envelope: event }] }, answer);
+    store.close();
+    const reopened = DurableStore.open(path, { log: createLogger({}, () => {}) });
+    try {
+      const kept = reopened.lookup(req.message_id)?.answer?.payload as typeof values;
+      expect(kept.at).toBeInstanceOf(MsgpackTimestamp);
+      expect([kept.at.seconds, kept.at.nanoseconds]).toEqual([1514862245, 678901234]);
+      expect(kept.ext).toBeInstanceOf(MsgpackExt);
+      expect([kept.ext.type, [...kept.ext.data]]).toEqual([1, [0x10]]);
+      expect(kept.big).toBe(2n ** 60n + 1n);
+      const [pending] = reopened.pendingOutbox();
+      expect((pending!.envelope.payload as typeof values).at.nanoseconds).toBe(678901234);
+    } finally {
+      reopened.close();
+    }
+  });
 });
