@@ -213,6 +213,8 @@ export class Registry {
   #byCapability = new Map<string, Set<string>>();
   #topics = new TopicIndex<string>();
   #listeners = new Set<(update: RegistryUpdate) => void>();
+  /** resolveTarget's answers since the last update (bounded: names a request asks for are not trusted). */
+  #resolved = new Map<string, readonly RegistryEntry[]>();
 
   /** Adds or replaces the entry with `entry.address`. */
   upsert(entry: RegistryEntry): void {
@@ -240,6 +242,7 @@ export class Registry {
    * when an entry carries an invalid subscription pattern.
    */
   applyUpdate(update: RegistryUpdate): boolean {
+    this.#resolved.clear();
     switch (update.type) {
       case "snapshot": {
         const entries = update.entries.map(copy);
@@ -311,11 +314,16 @@ export class Registry {
    * registry.resolveTarget("echo");   // [echo#0, echo#1]
    * registry.resolveTarget("echo#1"); // [echo#1]
    */
-  resolveTarget(target: string): RegistryEntry[] {
-    const pool = this.#byName.get(target);
-    if (pool) return this.#entries(pool);
-    const entry = this.#byAddress.get(target) ?? this.byId(target);
-    return entry ? [entry] : [];
+  resolveTarget(target: string): readonly RegistryEntry[] {
+    // Every send resolves its target: the answer is kept until the registry next changes.
+    let found = this.#resolved.get(target);
+    if (!found) {
+      const pool = this.#byName.get(target);
+      const entry = pool ? undefined : (this.#byAddress.get(target) ?? this.byId(target));
+      found = Object.freeze(pool ? this.#entries(pool) : entry ? [entry] : []);
+      if (this.#resolved.size < 1024) this.#resolved.set(target, found);
+    }
+    return found;
   }
 
   /** Every instance declaring `capability`, whatever its health (the scheduler filters). */

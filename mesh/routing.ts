@@ -263,7 +263,7 @@ export function schedulerFromEnv(env: Record<string, string | undefined> = proce
 /** The registry lookups routing needs (mesh/registry.ts provides them). */
 export interface RouteTable {
   /** Instances a target names: an actor name (all its instances), an "name#i" address or a stable id. */
-  resolveTarget(target: string): RegistryEntry[];
+  resolveTarget(target: string): readonly RegistryEntry[];
   /** Instances declaring a capability. */
   withCapability(capability: string): RegistryEntry[];
   /** Subscribers of a topic, one group of instances per subscribing actor (a pool gets one delivery). */
@@ -324,7 +324,7 @@ export class Router {
     return this.#pick(candidates, capability) ?? candidates[Math.floor(Math.random() * candidates.length)];
   }
 
-  #unroutable(detail: string, target: string, candidates: RegistryEntry[], kind: "name" | "capability" | "topic"): HermesError {
+  #unroutable(detail: string, target: string, candidates: readonly RegistryEntry[], kind: "name" | "capability" | "topic"): HermesError {
     const down = candidates.filter((c) => c.health !== "healthy").map((c) => `${c.address} (${c.health})`);
     return new HermesError(ErrorCode.UNROUTABLE, down.length > 0 ? `${detail}: ${down.join(", ")}` : detail, {
       target,

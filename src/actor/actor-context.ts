@@ -85,14 +85,15 @@ export function handlerContext<State>(
   deadline: number,
   durable?: { store: ActorStore; outbox: Outbox },
 ): ActorContext<State> {
-  // The trace continues: same trace_id and context_id, and a traceparent naming this handler's span.
-  const traceparent = childTraceparent(envelope);
+  // The trace continues: same trace_id and context_id, and a traceparent naming this handler's
+  // span, computed (a hash of the message id) only when the handler sends something.
+  let traceparent: string | undefined;
   const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
     ({
       trace_id: envelope.trace_id,
       ...(envelope.context_id !== undefined && { context_id: envelope.context_id }),
       ...options,
-      headers: { ...options?.headers, traceparent },
+      headers: { ...options?.headers, traceparent: (traceparent ??= childTraceparent(envelope)) },
     }) as unknown as T;
   let log: Logger | undefined;
   return {

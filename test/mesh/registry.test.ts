@@ -11,7 +11,7 @@ function entry(name: string, instance: number, more: Partial<RegistryEntry> = {}
   };
 }
 
-const addresses = (entries: RegistryEntry[]) => entries.map((e) => e.address);
+const addresses = (entries: readonly RegistryEntry[]) => entries.map((e) => e.address);
 
 describe("Registry", () => {
   test("known lists what a route of each kind can reach, never clients", () => {
