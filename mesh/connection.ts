@@ -1,5 +1,5 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { createCodec, type FrameCodec, checkPayloadDepth, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { createCodec, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
@@ -172,7 +172,7 @@ export class Connection implements MeshLink {
     if (this.#state === "closed" || this.#state === "closing") {
       throw new HermesError(ErrorCode.UNAVAILABLE, "connection is closed", { retry_after_ms: 100 });
     }
-    checkPayloadDepth(env.payload);
+    checkPayload(env.payload);
     if (this.#state === "open" && this.#window.hasCredit && this.#window.backlogged === 0) {
       this.#transmit(env);
       if (settles !== undefined) this.settle(settles);
@@ -368,7 +368,7 @@ export class Connection implements MeshLink {
       return;
     }
     try {
-      checkPayloadDepth(value.payload);
+      checkPayload(value.payload);
     } catch (error) {
       this.#badFrame(error as HermesError, false, value);
       if (hasSeq) this.settle(seq);

@@ -30,11 +30,11 @@ export const MAX_PAYLOAD_DEPTH = 512;
  * array, the byte 0xc1).
  *
  * @example
- * checkPayloadDepth({ a: { b: 1 } });        // fine
- * checkPayloadDepth(deeplyNested, 512);      // throws code 2: "payload.a.a.a… nests deeper than 512 levels"
- * checkPayloadDepth({ v: 2n ** 64n });       // throws code 2: "payload.v: 18446744073709551616 does not fit in 64 bits …"
+ * checkPayload({ a: { b: 1 } });        // fine
+ * checkPayload(deeplyNested, 512);      // throws code 2: "payload.a.a.a… nests deeper than 512 levels"
+ * checkPayload({ v: 2n ** 64n });       // throws code 2: "payload.v: 18446744073709551616 does not fit in 64 bits …"
  */
-export function checkPayloadDepth(payload: unknown, limit = MAX_PAYLOAD_DEPTH): void {
+export function checkPayload(payload: unknown, limit = MAX_PAYLOAD_DEPTH): void {
   const path: string[] = [];
   const problem = problemIn(payload, limit, path);
   if (problem === undefined) return;

@@ -3,54 +3,12 @@ import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./tran
 import { socketTransport } from "./socket-transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
-import { DeadLetters, type DeadLetter, PeerLink } from "./peer-link.ts";
+import { DeadLetters, type DeadLetter, PeerLink, ReplyPaths } from "./peer-link.ts";
 import { newRequest, PendingRequests, ServingRequests, type RequestOptions, type ServedRequest } from "./requests.ts";
 import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
 export type { DeadLetter } from "./peer-link.ts";
 
-/**
- * The ways back to a requester. An answer goes on the connection its request came on while
- * that is open; if it broke (the requester redialled), on any open connection from the same
- * node; else through `fallback` (a link found in the registry). With none of those, the
- * requester's redelivery fetches the answer from the dedupe memory.
- */
-export class ReplyPaths {
-  #byPeer = new Map<string, Set<MeshLink>>();
-  #fallback: (to: string, reply: Envelope) => void;
-
-  constructor(fallback: (to: string, reply: Envelope) => void) {
-    this.#fallback = fallback;
-  }
-
-  /** Remembers an accepted connection under its peer's node name until it closes. */
-  track(connection: MeshLink): void {
-    const peer = connection.peer!.node;
-    let set = this.#byPeer.get(peer);
-    if (!set) this.#byPeer.set(peer, (set = new Set()));
-    set.add(connection);
-    connection.closed.then(() => {
-      set.delete(connection);
-      if (set.size === 0 && this.#byPeer.get(peer) === set) this.#byPeer.delete(peer);
-    });
-  }
-
-  /** Sends `reply`; `seq` (of the request on `origin`) is settled when it goes out there. */
-  send(reply: Envelope, origin?: MeshLink, seq?: number): void {
-    if (origin?.isOpen) {
-      origin.send(reply, seq);
-      return;
-    }
-    const to = reply.target_agent!;
-    for (const connection of this.#byPeer.get(to) ?? []) {
-      if (connection.isOpen) {
-        connection.send(reply);
-        return;
-      }
-    }
-    this.#fallback(to, reply);
-  }
-}
 
 /** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
 export interface InboundEvent {
@@ -101,6 +59,13 @@ export interface MeshNodeOptions {
 
 /** The answer of every wait that has nothing to wait for. */
 const READY: Promise<void> = Promise.resolve();
+
+/** Resolves at once while every link has room (no promise made), else once each has taken enough. */
+function roomIn(links: Iterable<PeerLink>): Promise<void> {
+  let waits: Promise<void>[] | undefined;
+  for (const link of links) if (!link.hasRoom) (waits ??= []).push(link.whenRoom());
+  return waits ? Promise.all(waits).then(() => undefined) : READY;
+}
 
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
 const FAILURE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNKNOWN, ErrorCode.TASK_TIMEOUT, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE]);
@@ -220,11 +185,31 @@ export class MeshNode {
 
   /** Sends an event along a route (a target, a capability, or every subscriber of a topic). Returns how many destinations it went to. */
   emit(route: Route, payload: Payload, options: EnvelopeOptions = {}): number {
+    return this.#emit(route, payload, options).length;
+  }
+
+  /**
+   * Sends an event like emit, and resolves at once while the destinations it went to have
+   * room, else once they have taken enough: backpressure for a producer's loop, looking only
+   * at the links this event used.
+   *
+   * @example
+   * for (let i = 0; i < 1_000_000; i++) await node.send({ target_agent: "sink" }, { i });
+   */
+  send(route: Route, payload: Payload, options: EnvelopeOptions = {}): Promise<void> {
+    return roomIn(this.#emit(route, payload, options));
+  }
+
+  #emit(route: Route, payload: Payload, options: EnvelopeOptions): PeerLink[] {
     const event = createEvent(this.address, route, payload, options);
     const destinations = this.#router.destinations(route);
-    for (const [i, destination] of destinations.entries()) this.#link(destination.address).send(i === 0 ? event : { ...event });
+    const links = destinations.map((destination, i) => {
+      const link = this.#link(destination.address);
+      link.send(i === 0 ? event : { ...event });
+      return link;
+    });
     this.#options.onSent?.(event, destinations.map((d) => d.address));
-    return destinations.length;
+    return links;
   }
 
   /**
@@ -269,9 +254,7 @@ export class MeshNode {
    * }
    */
   writable(): Promise<void> {
-    let waits: Promise<void>[] | undefined;
-    for (const link of this.#links.values()) if (!link.hasRoom) (waits ??= []).push(link.whenRoom());
-    return waits ? Promise.all(waits).then(() => undefined) : READY;
+    return roomIn(this.#links.values());
   }
 
   /** The registry says `address` is (back) up: links waiting for it try at once. */

@@ -144,7 +144,7 @@ export class MsgpackExt {
 /**
  * @internal What a decoder puts where the bytes hold a value JavaScript cannot be given (a
  * timestamp with 1,000,000,000 nanoseconds, a map keyed by an array, the reserved byte 0xc1).
- * The payload check (`checkPayloadDepth` in mesh/frames.ts) refuses it with code 2 naming its
+ * The payload check (`checkPayload` in mesh/frames.ts) refuses it with code 2 naming its
  * path, so the envelope around it is still answered, correlated, and acknowledged.
  */
 export class UnreadableValue {

@@ -89,10 +89,7 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
     address,
     registry: member.registry,
     request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
-    send: (to, payload, eventOptions) => {
-      node.emit(toRoute(to), payload, eventOptions);
-      return node.writable();
-    },
+    send: (to, payload, eventOptions) => node.send(toRoute(to), payload, eventOptions),
     writable: () => node.writable(),
     publish: (topic, payload, eventOptions) => node.publish(topic, payload, eventOptions),
     deadLetters: () => node.deadLetters(),

@@ -3,7 +3,7 @@ import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
 import { parseTraceparent, spanIdOf, traceHexOf } from "../observability/trace-context.ts";
 import { parseEnvelope, createErrorReply, type Envelope, type Payload, HttpMsgType, MessageType } from "../../mesh/envelope.ts";
-import { checkPayloadDepth } from "../../mesh/frames.ts";
+import { checkPayload } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { isMetaForm, metaErrorReply, metaReply, parseMetaForm, payloadFromJson, payloadToJson, routeOfMeta } from "./invoke-forms.ts";
@@ -45,7 +45,7 @@ export class InvokeHandler {
     let form;
     try {
       form = parseMetaForm(body);
-      checkPayloadDepth(form.payload);
+      checkPayload(form.payload);
       form.payload = payloadFromJson(form.payload) as Payload;
     } catch (error) {
       return { status: 400, body: metaErrorReply(body, HermesError.from(error, ErrorCode.INVALID_REQUEST)) };
@@ -79,7 +79,7 @@ export class InvokeHandler {
     let env: Envelope;
     try {
       env = { ...parseEnvelope(body) };
-      checkPayloadDepth(env.payload);
+      checkPayload(env.payload);
       env.payload = payloadFromJson(env.payload) as Payload;
     } catch (error) {
       return { status: 400, body: HermesError.from(error, ErrorCode.INVALID_REQUEST).toPayload() };

@@ -1,4 +1,4 @@
-import { checkPayloadDepth, createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
+import { checkPayload, createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
 import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
 import { isPlainMap, parseEnvelope, arrivedExpired } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
@@ -50,7 +50,7 @@ export function receiveFrame(bytes: Uint8Array): Outcome | undefined {
     return { ok: false, stage: "envelope", error: HermesError.from(error) };
   }
   try {
-    checkPayloadDepth(envelope.payload);
+    checkPayload(envelope.payload);
   } catch (error) {
     return { ok: false, stage: "payload", error: HermesError.from(error) };
   }

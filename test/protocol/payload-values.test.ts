@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode, encode as referenceEncode } from "@msgpack/msgpack";
 import { Packr, Unpackr } from "msgpackr";
-import { checkPayloadDepth, createPlainCodec, createRecordsCodec, decodeFrameBody } from "../../mesh/frames.ts";
+import { checkPayload, createPlainCodec, createRecordsCodec, decodeFrameBody } from "../../mesh/frames.ts";
 import { MsgpackExt, MsgpackTimestamp, readExactly } from "../../mesh/msgpack-values.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { payloadFromJson, payloadToJson } from "../../src/gateway/invoke-forms.ts";
@@ -26,10 +26,10 @@ function numbers(value: unknown): unknown {
   return value;
 }
 
-/** The code-2 reason `checkPayloadDepth` gives for a payload, or undefined when it passes. */
+/** The code-2 reason `checkPayload` gives for a payload, or undefined when it passes. */
 function refusal(payload: unknown): string | undefined {
   try {
-    checkPayloadDepth(payload);
+    checkPayload(payload);
     return undefined;
   } catch (error) {
     expect(error).toBeInstanceOf(HermesError);
