@@ -1,16 +1,21 @@
 /**
  * Ping-pong scenario: sequential request/response round trips of a 128-byte payload between
  * this process (pinned to cpu 0) and a child (cpu 0: "same core", cpu 1: "cross core").
- * Contenders: hermes `RequestChannel.request()` against an echo listener, the peers a user
+ * Contenders: hermes `RequestChannel.request()` against an echo listener, a connectMesh client
+ * calling the echo actor of a real mesh (adapters/mesh-request.ts), the peers a user
  * would pick instead (Bun IPC, Node IPC, NATS request/reply, Redis Streams: adapters/peers.ts;
  * one missing its package or server is skipped with how to install it), and the raw Bun Unix socket echoing 128
  * bytes. All sessions are open at once and measured interleaved in rounds; latencies go into
- * one HdrHistogram per contender and placement.
+ * one HdrHistogram per contender and placement. For contenders that name their peer's processes,
+ * the CPU time per round trip at each end (/proc/<pid>/schedstat) is reported beside the raw
+ * socket's: the JavaScript cost, which latency on an idle core hides.
  *
  * Run alone: `bun bench/pingpong.bench.ts [--quick]`.
  */
 import { runStandalone } from "./lib/standalone.ts";
 import { hermesRequest } from "./adapters/hermes-request.ts";
+import { meshRequest } from "./adapters/mesh-request.ts";
+import { cpuNanoseconds, cpuNanosecondsOf } from "./lib/cpu-time.ts";
 import { ROUND_TRIP_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawEcho } from "./adapters/raw-echo.ts";
 import type { RoundTripPeer, RoundTripSession } from "./adapters/types.ts";
@@ -19,7 +24,9 @@ import { availablePlacements, type Placement } from "./lib/placement.ts";
 import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
-const PEERS: readonly RoundTripPeer[] = [hermesRequest, ...ROUND_TRIP_PEERS, rawEcho];
+const PEERS: readonly RoundTripPeer[] = [hermesRequest, meshRequest, ...ROUND_TRIP_PEERS, rawEcho];
+/** The hermes contenders the round-trip goals apply to: the transport alone, and a connectMesh client calling an actor. */
+const HERMES_PEERS: readonly RoundTripPeer[] = [hermesRequest, meshRequest];
 const BASELINE = rawEcho;
 /** Goal from the brief: hermes p50 within 1.3x of the raw socket's. */
 const P50_MAX_RATIO = 1.3;
@@ -31,6 +38,8 @@ interface Run {
   placement: Placement;
   session: RoundTripSession;
   histogram: LatencyHistogram;
+  /** CPU nanoseconds over the recorded round trips: this process, and the peer's processes. */
+  cpu: { here: number; peer: number; trips: number };
 }
 
 /** Round trips a client timing its own (`roundTrips`) makes per request from here. */
@@ -38,6 +47,22 @@ const SELF_TIMED_BATCH = 100;
 
 /** Round trips for about `ms`, each recorded (or not, during warm-up). */
 async function measure(run: Run, ms: number, record: boolean): Promise<void> {
+  const pids = run.session.peerPids ?? [];
+  const here0 = cpuNanoseconds("self");
+  const peer0 = cpuNanosecondsOf(pids);
+  const trips0 = run.histogram.count;
+  try {
+    await timedRoundTrips(run, ms, record);
+  } finally {
+    if (record && pids.length > 0) {
+      run.cpu.here += cpuNanoseconds("self") - here0;
+      run.cpu.peer += cpuNanosecondsOf(pids) - peer0;
+      run.cpu.trips += run.histogram.count - trips0;
+    }
+  }
+}
+
+async function timedRoundTrips(run: Run, ms: number, record: boolean): Promise<void> {
   const end = Bun.nanoseconds() + ms * 1e6;
   if (run.session.roundTrips) {
     do {
@@ -66,7 +91,7 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
       for (const peer of peers) {
         progress(`pingpong: starting ${peer.name} (${placement.name})`);
         const session = await peer.open({ dir: dir.path, placement });
-        runs.push({ peer, placement, session, histogram: new LatencyHistogram() });
+        runs.push({ peer, placement, session, histogram: new LatencyHistogram(), cpu: { here: 0, peer: 0, trips: 0 } });
       }
     }
     const warmupMs = options.quick ? 100 : 300;
@@ -97,9 +122,24 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
           better: "lower",
           baseline: { name: `${BASELINE.name} ${label}`, value: base[key] },
           ...(key === "p50" && {
-            ...(peer === hermesRequest && { target: { maxRatio: P50_MAX_RATIO } }),
+            ...(HERMES_PEERS.includes(peer) && { target: { maxRatio: P50_MAX_RATIO } }),
             detail: { samples: mine.count, baselineSamples: base.count, meanUs: mine.mean, baselineMeanUs: base.mean },
           }),
+        });
+      }
+    }
+    const baseRun = runs.find((r) => r.peer === BASELINE && r.placement === placement)!;
+    for (const run of runs.filter((r) => r.placement === placement && r !== baseRun && r.cpu.trips > 0)) {
+      for (const end of ["here", "peer"] as const) {
+        figures.push({
+          scenario: "pingpong",
+          name: `${run.peer.name} CPU per round trip, ${end === "here" ? "client" : "server"}`,
+          placement: placement.name,
+          unit: "us",
+          value: run.cpu[end] / run.cpu.trips / 1000,
+          better: "lower",
+          ...(baseRun.cpu.trips > 0 && { baseline: { name: `${BASELINE.name} CPU, ${end === "here" ? "client" : "server"}`, value: baseRun.cpu[end] / baseRun.cpu.trips / 1000 } }),
+          detail: { trips: run.cpu.trips, source: "/proc/<pid>/schedstat over the recorded rounds" },
         });
       }
     }

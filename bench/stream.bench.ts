@@ -16,7 +16,8 @@ import { runStandalone } from "./lib/standalone.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
 import { STREAM_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
-import { meshEvents, meshPipelined } from "./adapters/mesh-stream.ts";
+import { actorEvents, actorPipelined, meshEvents, meshPipelined } from "./adapters/mesh-stream.ts";
+import { natsStream } from "./adapters/nats.ts";
 import type { StreamPeer, StreamSession } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";
 import { RAW_128 } from "./lib/payload.ts";
@@ -29,8 +30,13 @@ export const WINDOWS = [1024, 4096, 8192] as const; // 4096 is the default windo
 const HERMES: readonly StreamPeer[] = WINDOWS.map(hermesStream);
 /** The hermes contender the peers are compared with: the default window. */
 const HERMES_DEFAULT = HERMES[1]!;
-/** What users run: a connectMesh client and an actor process (events, and 1,000 pipelined requests). */
-const ACTOR_PATH: readonly StreamPeer[] = [meshEvents, meshPipelined(1000)];
+/** What users run: a connectMesh client and an actor process, and one actor and another (events, and 1,000 pipelined requests). */
+const ACTOR_EVENTS: readonly StreamPeer[] = [meshEvents, actorEvents];
+const ACTOR_PIPELINED: readonly StreamPeer[] = [meshPipelined(1000), actorPipelined(1000)];
+const ACTOR_PATH: readonly StreamPeer[] = [...ACTOR_EVENTS, ...ACTOR_PIPELINED];
+/** Goals from issue 13: acknowledged events at least 2x NATS core publish; 1,000 pipelined requests at 0.5 M/s. */
+const MIN_EVENTS_RATIO_TO_NATS = 2;
+const MIN_PIPELINED_PER_SEC = 500_000;
 const PEERS: readonly StreamPeer[] = [...HERMES, ...ACTOR_PATH, ...STREAM_PEERS, rawStream];
 const BASELINE = rawStream;
 /** Goal from the brief: at least a million envelopes a second end to end. */
@@ -107,6 +113,9 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
   return { figures: figuresOf(runs, placements, notes), notes, skipped, rounds };
 }
 
+/** The fields every figure of this scenario shares. */
+const common = (placement: Placement) => ({ scenario: "stream", placement: placement.name, better: "higher" }) as const;
+
 /**
  * Per placement and hermes window: envelopes/s and payload MB/s, each next to the raw socket's;
  * per peer its messages/s next to the raw socket's, and a note comparing each with hermes.
@@ -119,15 +128,15 @@ function figuresOf(runs: readonly Run[], placements: readonly Placement[], notes
     const baseRate = median(base.rates);
     for (const run of runs.filter((r) => r.peer !== BASELINE && r.placement === placement)) {
       const rate = median(run.rates);
-      const common = { scenario: "stream", placement: placement.name, better: "higher" } as const;
       const isHermes = HERMES.includes(run.peer);
       figures.push({
-        ...common,
+        ...common(placement),
         name: `${run.peer.name} ${isHermes ? "envelopes/s" : "msg/s"}`,
         unit: "msg/s",
         value: rate,
         baseline: { name: `${BASELINE.name} frames/s`, value: baseRate },
         ...(isHermes && { target: { minValue: MIN_ENVELOPES_PER_SEC } }),
+        ...(ACTOR_PIPELINED.includes(run.peer) && { target: { minValue: MIN_PIPELINED_PER_SEC } }),
         detail: {
           payloadMBps: payloadMBps(rate),
           burst: run.burst,
@@ -139,11 +148,22 @@ function figuresOf(runs: readonly Run[], placements: readonly Placement[], notes
       });
       // Payload MB/s is the rate times 128 B: a row of its own for hermes only, in detail for the peers.
       if (isHermes) figures.push({
-        ...common,
+        ...common(placement),
         name: `${run.peer.name} payload MB/s`,
         unit: "MB/s",
         value: payloadMBps(rate),
         baseline: { name: `${BASELINE.name} payload MB/s`, value: payloadMBps(baseRate) },
+      });
+    }
+    const nats = runs.find((r) => r.peer === natsStream && r.placement === placement);
+    for (const run of runs.filter((r) => nats && ACTOR_EVENTS.includes(r.peer) && r.placement === placement)) {
+      figures.push({
+        ...common(placement),
+        name: `${run.peer.name} vs NATS`,
+        unit: "msg/s",
+        value: median(run.rates),
+        baseline: { name: `${natsStream.name} msg/s`, value: median(nats!.rates) },
+        target: { minRatio: MIN_EVENTS_RATIO_TO_NATS },
       });
     }
     const hermes = runs.find((r) => r.peer === HERMES_DEFAULT && r.placement === placement);

@@ -8,6 +8,10 @@
  * `{ op: "open", rate, durationMs }` runs an open-loop load of 128-byte requests at that
  * offered rate (bench/lib/open-loop.ts) and answers its counts and histograms (encoded);
  * `{ op: "closed", concurrency, ms }` answers `{ rate }` with that many requests kept outstanding.
+ * `{ op: "events", n, target }` sends n 128-byte events to the target (a sink:
+ * bench/actors/sink.ts), awaiting `ctx.send` as a producer does, then asks the sink its count
+ * and answers `{ count }`; `{ op: "pipelined", n, outstanding, target }` makes n requests with
+ * `outstanding` in flight and answers `{ answered }`. The actor → actor stream contenders.
  */
 import { defineActor } from "../../src/actor/define-actor.ts";
 import { closedLoopRate, runOpenLoop } from "../lib/open-loop.ts";
@@ -25,6 +29,25 @@ export default defineActor({
     }
     if (request.payload.op === "closed") {
       return { rate: await closedLoopRate(() => ctx.request(target, PAYLOAD_128), Number(request.payload.concurrency), Number(request.payload.ms)) };
+    }
+    if (request.payload.op === "events") {
+      const n = Number(request.payload.n);
+      for (let i = 0; i < n; i++) await ctx.send(target, PAYLOAD_128);
+      return await ctx.request(target, { op: "count" });
+    }
+    if (request.payload.op === "pipelined") {
+      const n = Number(request.payload.n);
+      let started = 0;
+      let answered = 0;
+      const lane = async () => {
+        while (started < n) {
+          started++;
+          await ctx.request(target, PAYLOAD_128);
+          answered++;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(Number(request.payload.outstanding), n) }, lane));
+      return { answered };
     }
     const n = Number(request.payload.n ?? 1);
     const bytes = Number(request.payload.bytes ?? 128);

@@ -33,6 +33,7 @@ export const hermesRequest: RoundTripPeer = {
             await channel.request(route, payload, options);
           };
         },
+        peerPids: [fixture.pid],
         async [Symbol.asyncDispose]() {
           try {
             await connection.close();

@@ -5,7 +5,11 @@
  *   a burst ends when the sink answers a count that includes every event of it;
  * - pipelined requests: `outstanding` requests in flight at all times, a burst ends when every
  *   one is answered.
- * Placement: the sink is moved to the placement's child cpu (this process stays on cpu 0).
+ * And the same two from actor to actor: a pinger actor (bench/actors/pinger.ts) sends the
+ * events (awaiting `ctx.send`) or keeps the requests in flight, and answers when the sink has
+ * counted them all.
+ * Placement: the sink is moved to the placement's child cpu (this process and the pinger stay
+ * on cpu 0).
  */
 import type { MeshClient } from "../../src/actor/connect-mesh.ts";
 import { startBenchMesh, type BenchMesh } from "../lib/mesh.ts";
@@ -19,8 +23,15 @@ supervisor:
     - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
 `;
 
-async function openSink(env: PeerEnv, label: string): Promise<{ mesh: BenchMesh; client: MeshClient }> {
-  const mesh = await startBenchMesh(SINK_YAML(`${label}-${Math.random().toString(36).slice(2, 6)}`));
+const PINGER_SINK_YAML = (name: string) => `mesh: { name: ${name}, events: false }
+supervisor:
+  children:
+    - { actor: pinger, module: "{BENCH_ACTORS}/pinger.ts" }
+    - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
+`;
+
+async function openSink(env: PeerEnv, label: string, yaml = SINK_YAML): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+  const mesh = await startBenchMesh(yaml(`${label}-${Math.random().toString(36).slice(2, 6)}`));
   try {
     if (env.placement.childCpu !== undefined && !pinProcess(mesh.pid("sink"), env.placement)) {
       throw new Error(`could not pin the sink actor to cpu ${env.placement.childCpu}`);
@@ -76,6 +87,48 @@ export function meshPipelined(outstanding = 1000): StreamPeer {
             }
           };
           await Promise.all(Array.from({ length: Math.min(outstanding, n) }, lane));
+        },
+        received: async () => answered,
+        [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+      };
+      return session;
+    },
+  };
+}
+
+/** Events actor → actor: the pinger sends `n` with `await ctx.send`, then answers the sink's count. */
+export const actorEvents: StreamPeer = {
+  name: "actor to actor events",
+  async open(env) {
+    const { mesh, client } = await openSink(env, "a2a-events", PINGER_SINK_YAML);
+    let expected = 0;
+    const session: StreamSession = {
+      frameBytes: 0,
+      async send(n) {
+        const reply = await client.request("pinger", { op: "events", n, target: "sink" }, { timeoutMs: 120_000 });
+        expected += n;
+        if (reply.payload.count !== expected) throw new Error(`actor to actor events: the sink counted ${reply.payload.count}, expected ${expected}`);
+      },
+      received: () => countAtSink(client),
+      [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),
+    };
+    return session;
+  },
+};
+
+/** Requests actor → actor with `outstanding` in flight at all times, kept by the pinger. */
+export function actorPipelined(outstanding = 1000): StreamPeer {
+  return {
+    name: `actor to actor requests, ${outstanding} outstanding`,
+    async open(env) {
+      const { mesh, client } = await openSink(env, "a2a-pipelined", PINGER_SINK_YAML);
+      let answered = 0;
+      const session: StreamSession = {
+        frameBytes: 0,
+        async send(n) {
+          const reply = await client.request("pinger", { op: "pipelined", n, outstanding, target: "sink" }, { timeoutMs: 120_000 });
+          if (reply.payload.answered !== n) throw new Error(`actor to actor requests: ${reply.payload.answered} of ${n} answered`);
+          answered += n;
         },
         received: async () => answered,
         [Symbol.asyncDispose]: () => mesh[Symbol.asyncDispose](),

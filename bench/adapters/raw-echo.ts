@@ -56,6 +56,7 @@ export const rawEcho: RoundTripPeer = {
       return {
         roundTrip: roundTripOf(RAW_128),
         sized: (payloadBytes) => roundTripOf(rawOf(payloadBytes)),
+        peerPids: [fixture.pid],
         async [Symbol.asyncDispose]() {
           socket.end();
           await fixture[Symbol.asyncDispose]();

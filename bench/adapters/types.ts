@@ -41,6 +41,8 @@ export interface RoundTripSession extends AsyncDisposable {
    * the hop to that client to every sample.
    */
   roundTrips?(n: number): Promise<number[]>;
+  /** The processes answering at the other end, whose CPU time per round trip is reported beside this process's. */
+  readonly peerPids?: readonly number[];
 }
 
 /** A one-way stream contender: the sender in this process, the receiver in a peer process. */

@@ -20,8 +20,8 @@ export interface Figure {
   better: "higher" | "lower";
   /** The same quantity for the baseline contender, measured interleaved in the same run. */
   baseline?: { name: string; value: number };
-  /** A goal: the ratio to the baseline at most `maxRatio`, the value at least `minValue`, or at most `maxValue`. */
-  target?: { maxRatio?: number; minValue?: number; maxValue?: number };
+  /** A goal: the ratio to the baseline at most `maxRatio` or at least `minRatio`, the value at least `minValue`, or at most `maxValue`. */
+  target?: { maxRatio?: number; minRatio?: number; minValue?: number; maxValue?: number };
   /** Anything else worth keeping in the JSON output. */
   detail?: Record<string, unknown>;
 }
@@ -37,6 +37,7 @@ export function targetStatus(figure: Figure): string {
   if (!t) return "";
   const r = ratio(figure);
   if (t.maxRatio !== undefined) return r !== undefined && r <= t.maxRatio ? `met (<= ${t.maxRatio}x)` : `MISSED (<= ${t.maxRatio}x)`;
+  if (t.minRatio !== undefined) return r !== undefined && r >= t.minRatio ? `met (>= ${t.minRatio}x)` : `MISSED (>= ${t.minRatio}x)`;
   if (t.minValue !== undefined) return figure.value >= t.minValue ? `met (>= ${formatValue(t.minValue, figure.unit)})` : `MISSED (>= ${formatValue(t.minValue, figure.unit)})`;
   if (t.maxValue !== undefined) return figure.value <= t.maxValue ? `met (<= ${formatValue(t.maxValue, figure.unit)})` : `MISSED (<= ${formatValue(t.maxValue, figure.unit)})`;
   return "";

@@ -22,10 +22,16 @@ export interface InitContext {
   record(event: Record<string, unknown> & { event: string }): void;
   /** Sends a request and resolves with the response payload; rejects with a HermesError. */
   request(to: Destination, payload: Payload, options?: RequestOptions): Promise<Payload>;
-  /** Sends an event to one destination (no answer). */
-  send(to: Destination, payload: Payload, options?: EnvelopeOptions): void;
+  /**
+   * Sends an event to one destination (no answer). The promise resolves at once while the link
+   * has room, else once the peer has taken enough: await it in a loop that sends many.
+   * (A durable actor's sends wait for the handler's commit instead; theirs resolves at once.)
+   */
+  send(to: Destination, payload: Payload, options?: EnvelopeOptions): Promise<void>;
   /** Publishes an event to every subscriber of `topic`; returns how many actors it went to. */
   publish(topic: string, payload: Payload, options?: EnvelopeOptions): number;
+  /** Resolves once every link has room again (at once while they do): pair with `publish` in a loop. */
+  writable(): Promise<void>;
 }
 
 /** What a handler gets besides the envelope. Messages it sends keep the envelope's trace_id and context_id. */
@@ -61,13 +67,17 @@ interface Identity {
 /** In a durable actor, the messages a handler call sends wait here for its commit. */
 export type Outbox = Array<{ destination: string; envelope: Envelope }>;
 
+/** A durable send's answer: its envelope waits for the commit, so there is no link to wait on. */
+const COMMITTED_LATER: Promise<void> = Promise.resolve();
+
 /** The context outside any handler. */
 export function initContext(node: MeshNode, identity: Identity): InitContext {
   return {
     ...identity,
     request: async (to, payload, options) => (await node.request(toRoute(to), payload, options)).payload,
-    send: (to, payload, options) => void node.emit(toRoute(to), payload, options),
+    send: (to, payload, options) => node.send(toRoute(to), payload, options),
     publish: (topic, payload, options) => node.publish(topic, payload, options),
+    writable: () => node.writable(),
   };
 }
 
@@ -116,9 +126,11 @@ export function handlerContext<State>(
       return (await node.request(toRoute(to), payload, opts)).payload;
     },
     send: (to, payload, options) => {
-      if (durable) stage(node, identity.address, durable.outbox, toRoute(to), payload, inherit(options), true);
-      else node.emit(toRoute(to), payload, inherit(options));
+      if (!durable) return node.send(toRoute(to), payload, inherit(options));
+      stage(node, identity.address, durable.outbox, toRoute(to), payload, inherit(options), true);
+      return COMMITTED_LATER;
     },
+    writable: () => node.writable(),
     publish: (topic, payload, options) =>
       durable ? stage(node, identity.address, durable.outbox, { topic }, payload, inherit(options), false) : node.publish(topic, payload, inherit(options)),
     ...(durable && { store: durable.store }),

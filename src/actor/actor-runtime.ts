@@ -263,8 +263,8 @@ export class ActorRuntime<State = unknown> {
     const effects = this.#effects();
     try {
       if (handler) {
-        const controller = new AbortController();
-        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, controller.signal, ttlDeadline(env, Date.now()), effects?.view);
+        // No signal of its own: nothing cancels an event, and the context makes one if the handler asks.
+        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, undefined, ttlDeadline(env, Date.now()), effects?.view);
         await handler(env, ctx);
         if (effects) {
           this.#durable!.stage(env.message_id, effects.staged);
