@@ -56,13 +56,21 @@ export async function prepareSocketPath(path: string): Promise<void> {
 /**
  * Binds with a umask that makes the socket file 0600 from the start (no window in which
  * others could connect), then sets the mode explicitly in case the platform ignored the umask.
+ * Deno lets a process set its umask only with the whole of --allow-sys; without it the mode is
+ * set right after the bind, and the socket directory (0700, made by prepareSocketPath) keeps
+ * everyone else out meanwhile.
  */
 export function withPrivateUmask<T>(path: string, bind: () => T): T {
-  const previous = process.umask(0o177);
+  let previous: number | undefined;
+  try {
+    previous = process.umask(0o177);
+  } catch {
+    // Not allowed (Deno without --allow-sys): chmod below.
+  }
   try {
     return bind();
   } finally {
-    process.umask(previous);
+    if (previous !== undefined) process.umask(previous);
     try {
       chmodSync(path, 0o600);
     } catch {

@@ -140,7 +140,9 @@ export class ActorRuntime<State = unknown> {
     if (this.#running > 0) {
       const { promise, resolve } = Promise.withResolvers<void>();
       this.#idle.push(resolve);
-      await Promise.race([promise, Bun.sleep(timeoutMs)]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
     }
     try {
       await this.definition.onStop?.({ ...this.initContext, state: this.#state });

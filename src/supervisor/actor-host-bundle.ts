@@ -7,7 +7,8 @@ import type { BunPlugin } from "bun";
 import type { Logger } from "../../mesh/logger.ts";
 
 const ROOT = join(import.meta.dir, "../..");
-const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");
+/** The actor host's source entry: what Deno actors run (Deno runs TypeScript itself), and Bun's fallback. */
+export const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");
 
 let entry: Promise<string> | undefined;
 

@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { validatePattern } from "../../mesh/topics.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { DENO_INSTALL_HINT, findDeno } from "./deno-runtime.ts";
 import { formatYamlPath, issueMessage, sourceError, valueAt, YamlSource, type SourceIssue, type YamlPath } from "./yaml-source.ts";
 
 // Schema helpers. Every leaf carries its own "expected ..." message; the loader appends what
@@ -39,6 +40,8 @@ const AllowedOrigin = matching(
   'an origin such as "https://ops.example.com:8443" (scheme, host, optional port; no path), "null", or "*"',
 );
 const Shutdown = '(milliseconds, an integer from 0) or "brutal_kill"';
+/** What an actor process runs on (docs/deno.md). */
+const Runtime = oneOf(["bun", "deno"]);
 
 /**
  * One actor (a pool of `pool` identical instances) in a supervisor's children.
@@ -57,6 +60,10 @@ export const ActorSpecSchema = map({
   // No default here: the module's own `concurrency` applies unless the mesh file sets one (then 1).
   concurrency: intIn(1, 1024).optional(),
   durable: z.boolean(expected("true or false")).default(false),
+  // No default here: `mesh.runtime` applies unless the actor sets its own.
+  runtime: Runtime.optional(),
+  // Deno permissions beyond the actor host's own (docs/deno.md), e.g. "--allow-write=/data".
+  deno_permissions: list(matching(/^--allow-[a-z-]+(=.+)?$/, 'a Deno permission flag such as "--allow-write=/data" or "--allow-run=git"')).default(() => []),
   window: intIn(1, 1_048_576).optional(),
   env: z.record(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string(expected("a string (quote numbers and booleans)")), expected("a map")).optional(),
 });
@@ -118,6 +125,7 @@ export const MeshFileSchema = map({
     heartbeat_ms: intIn(10, 600_000).default(1000),
     events: z.boolean(expected("true or false")).default(true),
     scheduler: oneOf(["least_loaded", "round_robin", "weighted"]).default("least_loaded"),
+    runtime: Runtime.default("bun"),
   }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),
@@ -177,6 +185,7 @@ export function parseMeshFile(text: string, fileName: string): MeshFile {
   const result = MeshFileSchema.safeParse(raw);
   if (!result.success) flatten(result.error.issues, [], raw, found);
   checkNamesAndModules(raw, baseDir, found, (path) => source.where(path));
+  if (result.success) checkRuntimes(raw, found);
   if (found.length > 0) {
     throw sourceError(fileName, found.map((f) => ({
       ...source.where(f.path, f.atKey),
@@ -185,6 +194,7 @@ export function parseMeshFile(text: string, fileName: string): MeshFile {
     })));
   }
   const meshFile = result.data!;
+  for (const actor of listActors(meshFile)) actor.runtime ??= meshFile.mesh.runtime;
   if (meshFile.mesh.dir !== undefined) meshFile.mesh.dir = resolve(baseDir, meshFile.mesh.dir);
   for (const actor of listActors(meshFile)) actor.module = resolve(baseDir, actor.module);
   return meshFile;
@@ -266,6 +276,25 @@ function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at:
     });
   };
   if (isRecord(raw) && isRecord(raw.supervisor)) walk(raw.supervisor.children, ["supervisor", "children"]);
+}
+
+/** A mesh file asking for Deno where there is none fails at load, saying how to get it. */
+function checkRuntimes(raw: unknown, found: Found[]): void {
+  if (!isRecord(raw) || !isRecord(raw.mesh) || !isRecord(raw.supervisor)) return;
+  const meshDefault = raw.mesh.runtime ?? "bun";
+  const asking: YamlPath[] = [];
+  const walk = (children: unknown, path: YamlPath) => {
+    if (!Array.isArray(children)) return;
+    children.forEach((child, i) => {
+      if (!isRecord(child)) return;
+      if (typeof child.actor === "string" && (child.runtime ?? meshDefault) === "deno") asking.push(child.runtime === undefined ? ["mesh", "runtime"] : [...path, i, "runtime"]);
+      if (typeof child.supervisor === "string") walk(child.children, [...path, i, "children"]);
+    });
+  };
+  walk(raw.supervisor.children, ["supervisor", "children"]);
+  if (asking.length > 0 && findDeno() === undefined) {
+    found.push({ path: asking[0]!, message: `no Deno binary found for this actor. ${DENO_INSTALL_HINT}`, atKey: false });
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -10,7 +10,8 @@ import type { StartupReport } from "../actor/actor-host.ts";
 import type { ChildHandle, ChildSpec as SupervisedChild, StartupTimings } from "./child-spec.ts";
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
 import { EventLog } from "../observability/event-log.ts";
-import { actorHostEntry } from "./actor-host-bundle.ts";
+import { actorHostEntry, HOST_SOURCE } from "./actor-host-bundle.ts";
+import { denoHostCommand, requireDeno } from "./deno-runtime.ts";
 import { environment, processChild, type ProcessChildOptions } from "./process-child.ts";
 import { StandbyHost } from "./standby-host.ts";
 import { SupervisorRegistry } from "./supervisor-registry.ts";
@@ -213,8 +214,10 @@ function instancesOf(
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name));
+    // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle.
+    const host = spec.runtime === "deno" ? denoHostCommand(requireDeno(`actor ${spec.actor}`), HOST_SOURCE, ctx.dir, spec.deno_permissions) : [process.execPath, ctx.hostEntry];
     const cmd = [
-      process.execPath, ctx.hostEntry,
+      ...host,
       "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
       ...(spec.concurrency !== undefined ? ["--concurrency", String(spec.concurrency)] : []),
       ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
@@ -245,7 +248,8 @@ function instancesOf(
     const readyWhen = () => ctx.pending.get(address)?.ready.promise ?? new Promise<void>(() => {});
     const processOptions: ProcessChildOptions = { ...memberProcess(ctx, output, env, `actor ${address}`), onSpawn, readyWhen };
     const spawnFresh = processChild(cmd, processOptions);
-    const { standby } = ctx;
+    // A standby is a Bun host: Deno actors always start fresh.
+    const standby = spec.runtime === "deno" ? undefined : ctx.standby;
     const viaStandby = standby && processChild(cmd, {
       ...processOptions,
       spawn: (command, options) => {

@@ -42,6 +42,8 @@ export async function startTestMesh(yaml: string, options: { gateway?: GatewayOp
     });
   } catch (error) {
     dir[Symbol.dispose]();
+    // What the actors printed tells why a start failed (a Deno permission, a syntax error).
+    if (error instanceof Error) Object.assign(error, { output });
     throw error;
   }
   return {
