@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
+import { denoScenario } from "./deno.bench.ts";
 import { footprintScenario } from "./footprint.bench.ts";
 import { gatewayScenario } from "./gateway-load.ts";
 import { hopScenario } from "./hop.bench.ts";
@@ -22,7 +23,7 @@ import { pingpongScenario } from "./pingpong.bench.ts";
 import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
-const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario];
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario, denoScenario];
 
 /** Measured seconds and rounds per scenario: [full, quick]. */
 const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
@@ -41,6 +42,8 @@ const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, num
   footprint: { seconds: [1, 0.3], rounds: [3, 1] },
   // gateway: one sustained load (after a warm-up of 3 s, quick 1 s); the baseline gets at most 10 s
   gateway: { seconds: [30, 3], rounds: [1, 1] },
+  // deno: split over the hop rounds (a quarter), the stream bursts and the idle wait
+  deno: { seconds: [8, 2], rounds: [4, 2] },
 };
 
 const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]

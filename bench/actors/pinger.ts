@@ -18,6 +18,8 @@ import { closedLoopRate, runOpenLoop } from "../lib/open-loop.ts";
 import { PAYLOAD_128, payloadOf } from "../lib/payload.ts";
 
 const payloads = new Map<number, Record<string, unknown>>();
+/** A nanosecond clock on either runtime (the pinger also runs on Deno: the deno scenario). */
+const nanoseconds = typeof Bun !== "undefined" ? () => Bun.nanoseconds() : () => Number(process.hrtime.bigint());
 
 export default defineActor({
   capabilities: ["bench.pinger"],
@@ -54,10 +56,10 @@ export default defineActor({
     let payload = payloads.get(bytes);
     if (!payload) payloads.set(bytes, (payload = payloadOf(bytes)));
     const samples = new Array<number>(n);
-    let t = Bun.nanoseconds();
+    let t = nanoseconds();
     for (let i = 0; i < n; i++) {
       await ctx.request(target, payload);
-      const now = Bun.nanoseconds();
+      const now = nanoseconds();
       samples[i] = now - t;
       t = now;
     }

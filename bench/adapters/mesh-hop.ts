@@ -15,8 +15,8 @@ import { processMemory } from "../lib/proc-memory.ts";
 import type { OpenLoopPeer, OpenLoopSession, PeerEnv, SampledRoundTripPeer } from "./types.ts";
 
 /** The mesh: pinger first (children start in order), then the echo it calls. */
-export function hopMeshYaml(name: string): string {
-  return `mesh: { name: ${name}, events: ${process.env.HM_BENCH_EVENTS === "0" ? "false" : "true"} }
+export function hopMeshYaml(name: string, runtime: "bun" | "deno" = "bun"): string {
+  return `mesh: { name: ${name}, events: ${process.env.HM_BENCH_EVENTS === "0" ? "false" : "true"}, runtime: ${runtime} }
 supervisor:
   children:
     - { actor: pinger, module: "{BENCH_ACTORS}/pinger.ts" }
@@ -28,8 +28,8 @@ supervisor:
 const BATCH_TIMEOUT_MS = 120_000;
 
 /** The hop mesh on its placement: both actors on cpu 0, the echo moved to the child cpu for cross core; checked in /proc. */
-async function openHopMesh(placement: Placement): Promise<{ mesh: BenchMesh; client: MeshClient }> {
-  const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}-${Math.random().toString(36).slice(2, 6)}`));
+async function openHopMesh(placement: Placement, runtime: "bun" | "deno" = "bun"): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+  const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}-${Math.random().toString(36).slice(2, 6)}`, runtime));
   try {
     if (placement.childCpu !== undefined && placement.childCpu !== 0) {
       if (!pinProcess(mesh.pid("echo"), placement)) throw new Error(`could not pin the echo actor to cpu ${placement.childCpu}`);
@@ -48,10 +48,14 @@ async function openHopMesh(placement: Placement): Promise<{ mesh: BenchMesh; cli
   }
 }
 
-export const meshHop: SampledRoundTripPeer = {
-  name: "actor hop",
+export const meshHop: SampledRoundTripPeer = meshHopOn("bun");
+
+/** The actor hop with both actors on `runtime` (the deno scenario compares the two). */
+export function meshHopOn(runtime: "bun" | "deno"): SampledRoundTripPeer {
+  return {
+  name: runtime === "bun" ? "actor hop" : "actor hop, Deno",
   async open({ placement }: PeerEnv) {
-    const { mesh, client } = await openHopMesh(placement);
+    const { mesh, client } = await openHopMesh(placement, runtime);
     try {
       const rss = () => ({ pinger: processMemory(mesh.pid("pinger")).rss, echo: processMemory(mesh.pid("echo")).rss });
       const before = rss();
@@ -76,6 +80,7 @@ export const meshHop: SampledRoundTripPeer = {
     }
   },
 };
+}
 
 function slug(placement: Placement): string {
   return placement.name.replace(/[^a-z0-9]+/g, "-");

@@ -17,7 +17,7 @@ import { PAYLOAD_128 } from "../lib/payload.ts";
 import { pinProcess } from "../lib/placement.ts";
 import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
 
-const SINK_YAML = (name: string) => `mesh: { name: ${name}, events: false }
+const SINK_YAML = (name: string, runtime = "bun") => `mesh: { name: ${name}, events: false, runtime: ${runtime} }
 supervisor:
   children:
     - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
@@ -30,7 +30,7 @@ supervisor:
     - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
 `;
 
-async function openSink(env: PeerEnv, label: string, yaml = SINK_YAML): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+async function openSink(env: PeerEnv, label: string, yaml: (name: string) => string = SINK_YAML): Promise<{ mesh: BenchMesh; client: MeshClient }> {
   const mesh = await startBenchMesh(yaml(`${label}-${Math.random().toString(36).slice(2, 6)}`));
   try {
     if (env.placement.childCpu !== undefined && !pinProcess(mesh.pid("sink"), env.placement)) {
@@ -48,10 +48,14 @@ async function countAtSink(client: MeshClient): Promise<number> {
 }
 
 /** Events client → actor, every one handled (and acknowledged) before the burst counts as done. */
-export const meshEvents: StreamPeer = {
-  name: "actor path events",
+export const meshEvents: StreamPeer = meshEventsOn("bun");
+
+/** The same with the sink actor on `runtime` (the deno scenario compares the two). */
+export function meshEventsOn(runtime: "bun" | "deno"): StreamPeer {
+  return {
+  name: runtime === "bun" ? "actor path events" : "actor path events, Deno sink",
   async open(env) {
-    const { mesh, client } = await openSink(env, "events");
+    const { mesh, client } = await openSink(env, "events", (name) => SINK_YAML(name, runtime));
     let expected = await countAtSink(client);
     const session: StreamSession = {
       frameBytes: 0,
@@ -67,6 +71,7 @@ export const meshEvents: StreamPeer = {
     return session;
   },
 };
+}
 
 /** Requests client → actor with `outstanding` in flight at all times. */
 export function meshPipelined(outstanding = 1000): StreamPeer {

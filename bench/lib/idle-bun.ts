@@ -31,10 +31,11 @@ const ROOT = join(import.meta.dir, "../..");
  * await using idle = await spawnIdleBun("bare");
  * console.log(idle.readyMs, processMemory(idle.pid).rss);
  */
-export async function spawnIdleBun(program: IdleProgram = "bare", timeoutMs = 10_000): Promise<IdleBun> {
+export async function spawnIdleBun(program: IdleProgram = "bare", timeoutMs = 10_000, deno?: string): Promise<IdleBun> {
   const code = `${IDLE_PROGRAMS[program]} console.log("ready"); setInterval(() => {}, 1000);`;
   const t0 = performance.now();
-  const proc = Bun.spawn([process.execPath, "-e", code], { cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  // `deno`: the same idle program on Deno (the deno scenario's baseline).
+  const proc = Bun.spawn(deno ? [deno, "eval", code] : [process.execPath, "-e", code], { cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
   const forget = onExit(() => proc.kill("SIGKILL"));
   const dispose = async () => {
     proc.kill("SIGKILL");
