@@ -123,7 +123,8 @@ export interface SocketServer {
  */
 export interface SocketRuntime {
   readonly name: "bun" | "node";
-  listen(address: Address, onOpen: (stream: ByteStream) => StreamEvents): SocketServer;
+  /** Resolves once bound (Bun binds at once; node:net on Deno binds TCP after the call returns). */
+  listen(address: Address, onOpen: (stream: ByteStream) => StreamEvents): SocketServer | Promise<SocketServer>;
   connect(address: Address, onOpen: (stream: ByteStream) => StreamEvents): Promise<ByteStream>;
 }
 
@@ -172,18 +173,27 @@ const nodeSockets: SocketRuntime = {
       socket.on("close", () => open.delete(socket));
       wireNodeSocket(socket, onOpen);
     });
+    // 'listening' before the port is known (Deno binds TCP asynchronously); a bind error
+    // (EADDRINUSE) rejects instead of being an unhandled 'error' event.
+    const bound = new Promise<SocketServer>((resolve, reject) => {
+      server.once("error", reject);
+      server.once("listening", () => {
+        server.off("error", reject);
+        resolve({
+          get port() {
+            const bound = server.address();
+            return typeof bound === "object" && bound ? bound.port : undefined;
+          },
+          stop(force) {
+            server.close();
+            if (force) for (const socket of open) socket.destroy();
+          },
+        });
+      });
+    });
     if ("path" in address) server.listen(address.path);
     else server.listen(address.port, address.host);
-    return {
-      get port() {
-        const bound = server.address();
-        return typeof bound === "object" && bound ? bound.port : undefined;
-      },
-      stop(force) {
-        server.close();
-        if (force) for (const socket of open) socket.destroy();
-      },
-    };
+    return bound;
   },
   connect(address, onOpen) {
     return new Promise((resolve, reject) => {
@@ -298,9 +308,11 @@ export async function listen(address: Address, options: ListenOptions): Promise<
   const sockets = socketRuntime();
   if ("path" in address) {
     await prepareSocketPath(address.path);
-    listener.bind(withPrivateUmask(address.path, () => sockets.listen(address, onOpen)));
+    listener.bind(await withPrivateUmask(address.path, () => sockets.listen(address, onOpen)));
+    // node:net may finish binding after listen() returns: the mode is set again once it has.
+    chmodSync(address.path, 0o600);
   } else {
-    listener.bind(sockets.listen(address, onOpen));
+    listener.bind(await sockets.listen(address, onOpen));
   }
   return listener;
 }

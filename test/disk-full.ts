@@ -74,6 +74,27 @@ export function injectInto(disk: FullableDisk): Disposable {
   };
 }
 
+/**
+ * Appends to `filler` until its disk takes not one byte more (a child process on a tmpfs fills
+ * it this way too, Deno's included: node:fs only); removing the file frees the disk again.
+ */
+export function fillUp(filler: string): void {
+  // Big writes first, then ever smaller ones, until not one byte more fits.
+  const fd = openSync(filler, "a");
+  try {
+    const chunk = Buffer.alloc(256 * 1024, 0x78);
+    for (const size of [chunk.length, 4096, 64, 1]) {
+      try {
+        for (;;) writeSync(fd, chunk, 0, size);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function tmpfsDisk(): FullableDisk {
   const dir = mkdtempSync(join(tmpdir(), "hm-full-"));
   const failed = mount(dir);
@@ -87,22 +108,7 @@ function tmpfsDisk(): FullableDisk {
     dir,
     env: {},
     filler,
-    fill() {
-      // Big writes first, then ever smaller ones, until not one byte more fits.
-      const fd = openSync(filler, "a");
-      try {
-        const chunk = Buffer.alloc(256 * 1024, 0x78);
-        for (const size of [chunk.length, 4096, 64, 1]) {
-          try {
-            for (;;) writeSync(fd, chunk, 0, size);
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
-          }
-        }
-      } finally {
-        closeSync(fd);
-      }
-    },
+    fill: () => fillUp(filler),
     free() {
       rmSync(filler, { force: true });
     },

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DENO_INSTALL_HINT, findDeno } from "../src/supervisor/deno-runtime.ts";
 
 export const BUN = process.execPath;
 
@@ -22,7 +23,7 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
   }
 }
 
-/** A spawned Bun process whose stdout lines are collected; killed with SIGKILL on dispose. */
+/** A spawned process (Bun or Deno) whose stdout lines are collected; killed with SIGKILL on dispose. */
 export interface Child extends AsyncDisposable {
   proc: Bun.Subprocess<"ignore", "pipe", "inherit">;
   lines: string[];
@@ -32,7 +33,32 @@ export interface Child extends AsyncDisposable {
 
 /** Spawns `bun <script> ...args` and collects its stdout. */
 export function spawnBun(script: string, args: string[], env: Record<string, string> = {}): Child {
-  const proc = Bun.spawn([BUN, script, ...args], {
+  return spawnChild([BUN, script, ...args], env);
+}
+
+/**
+ * The Deno binary the Deno tests run (src/supervisor/deno-runtime.ts findDeno: $HERMES_DENO,
+ * the `deno` npm dependency, the PATH); throws saying how to install it when there is none.
+ */
+export function denoBinary(): string {
+  const deno = findDeno();
+  if (deno === undefined) throw new Error(`this test runs Deno, and no Deno binary was found. ${DENO_INSTALL_HINT}`);
+  return deno;
+}
+
+/**
+ * Spawns `deno run <permissions> <script> ...args` and collects its stdout, like
+ * {@link spawnBun}. `--no-prompt`: a permission not granted fails at once, naming the flag.
+ *
+ * @example
+ * await using child = spawnDeno(FIXTURE, [address], ["--allow-read", "--allow-net"]);
+ */
+export function spawnDeno(script: string, args: string[], permissions: string[], env: Record<string, string> = {}): Child {
+  return spawnChild([denoBinary(), "run", "--no-prompt", "--quiet", ...permissions, script, ...args], env);
+}
+
+function spawnChild(command: string[], env: Record<string, string>): Child {
+  const proc = Bun.spawn(command, {
     stdout: "pipe",
     stderr: "inherit",
     stdin: "ignore",

@@ -1,7 +1,7 @@
 /**
  * An actor's key-value state that handlers read and write through `ctx.store`. In a durable
  * actor the writes of one handler call are committed together with its dedupe record, its
- * answer and the messages it sent, in one bun:sqlite transaction (on a full disk none of them
+ * answer and the messages it sent, in one SQLite transaction (on a full disk none of them
  * is, and a request is answered with code 6); elsewhere they live in memory.
  *
  * @example

@@ -15,7 +15,7 @@ export interface ActorDefinition<State = unknown> {
   subscribe?: readonly string[];
   /** Handlers running at once. Default 1. */
   concurrency?: number;
-  /** Keep the outbox and dedupe set in bun:sqlite so a crash of this actor loses nothing either. */
+  /** Keep the outbox and dedupe set in SQLite (bun:sqlite, or node:sqlite on Deno) so a crash of this actor loses nothing either. */
   durable?: boolean;
   /** Builds the actor's state when the process starts (also after every restart). */
   init?(ctx: InitContext): State | Promise<State>;

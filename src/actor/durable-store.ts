@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { Packr, Unpackr } from "msgpackr";
@@ -8,6 +7,7 @@ import { createPlainCodec } from "../../mesh/frames.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { DELETED, type ActorStore } from "./actor-store.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";
+import { SqliteDatabase } from "./sqlite-database.ts";
 
 /** What one handler call did, waiting for its commit. */
 export interface StagedEffects {
@@ -46,8 +46,9 @@ const unpackEnvelope = (bytes: Uint8Array): Envelope => envelopes.decode(bytes) 
 const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
- * A durable actor's memory in bun:sqlite (WAL): the dedupe set with the answers sent, the
- * outbox of messages not yet acknowledged by their destination, and the key-value state.
+ * A durable actor's memory in SQLite (WAL; see SqliteDatabase: bun:sqlite on Bun, node:sqlite
+ * on Deno, one file format): the dedupe set with the answers sent, the outbox of messages not
+ * yet acknowledged by their destination, and the key-value state.
  * Everything one handler call did is committed in one transaction when its message completes,
  * so a crash either loses the whole call (it is redelivered and runs again) or none of it
  * (a redelivery finds the dedupe record and gets the stored answer).
@@ -64,7 +65,7 @@ const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
  * store.stage(env.message_id, { writes, outbox }); // or: complete() commits it with the answer
  */
 export class DurableStore implements DedupeStore, ActorStore {
-  #db: Database;
+  #db: SqliteDatabase;
   #cache: DedupeCache;
   #staged = new Map<string, StagedEffects>();
   #kv = new Map<string, unknown>();
@@ -81,7 +82,7 @@ export class DurableStore implements DedupeStore, ActorStore {
   #closed = false;
   #statements;
 
-  private constructor(db: Database, cache: DedupeCache, path: string, log: Logger | undefined) {
+  private constructor(db: SqliteDatabase, cache: DedupeCache, path: string, log: Logger | undefined) {
     this.#db = db;
     this.#cache = cache;
     this.#name = basename(path);
@@ -93,14 +94,14 @@ export class DurableStore implements DedupeStore, ActorStore {
       del: db.query("DELETE FROM kv WHERE key = ?"),
       outbox: db.query("INSERT OR REPLACE INTO outbox (message_id, destination, envelope, at) VALUES (?, ?, ?, ?)"),
       delivered: db.query("DELETE FROM outbox WHERE message_id = ? AND destination = ?"),
-      answer: db.query("SELECT answer FROM dedupe WHERE message_id = ?"),
+      answer: db.query<{ answer: Uint8Array | null }>("SELECT answer FROM dedupe WHERE message_id = ?"),
       replaceAnswer: db.query("UPDATE dedupe SET answer = ? WHERE message_id = ?"),
     };
   }
 
   /** Opens (creating if needed) the store at `path` and loads the dedupe set and state. */
   static open(path: string, options: DurableStoreOptions = {}): DurableStore {
-    const db = new Database(path, { create: true });
+    const db = SqliteDatabase.open(path);
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
     db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
     db.exec(`CREATE TABLE IF NOT EXISTS dedupe (message_id TEXT PRIMARY KEY, at INTEGER NOT NULL, answer BLOB);
@@ -115,9 +116,9 @@ export class DurableStore implements DedupeStore, ActorStore {
     } catch {
       // A full disk at start: old ids stay until a later start prunes them (the refusal was warned about).
     }
-    const rows = db.query("SELECT message_id, at, answer FROM dedupe ORDER BY at DESC LIMIT ?").all(cache.capacity) as Array<{ message_id: string; at: number; answer: Uint8Array | null }>;
+    const rows = db.query<{ message_id: string; at: number; answer: Uint8Array | null }>("SELECT message_id, at, answer FROM dedupe ORDER BY at DESC LIMIT ?").all(cache.capacity);
     for (const row of rows.reverse()) cache.complete(row.message_id, row.answer ? unpackEnvelope(row.answer) : undefined);
-    for (const row of db.query("SELECT key, value FROM kv").all() as Array<{ key: string; value: Uint8Array }>) store.#kv.set(row.key, unpackr.unpack(row.value));
+    for (const row of db.query<{ key: string; value: Uint8Array }>("SELECT key, value FROM kv").all()) store.#kv.set(row.key, unpackr.unpack(row.value));
     return store;
   }
 
@@ -126,7 +127,7 @@ export class DurableStore implements DedupeStore, ActorStore {
   lookup(id: string): DedupeEntry | undefined {
     const entry = this.#cache.lookup(id);
     if (entry?.state === "done" && !entry.answer) {
-      const row = this.#statements.answer.get(id) as { answer: Uint8Array | null } | null;
+      const row = this.#statements.answer.get(id);
       if (row?.answer) return { ...entry, answer: unpackEnvelope(row.answer) };
     }
     return entry;
@@ -211,7 +212,7 @@ export class DurableStore implements DedupeStore, ActorStore {
           else this.#statements.put.run(key, packr.pack(value));
         }
         for (const { destination, envelope } of effects.outbox) this.#statements.outbox.run(envelope.message_id, destination, packEnvelope(envelope), now);
-      })(),
+      }),
     );
     if (effects) {
       for (const [key, value] of effects.writes) {
@@ -270,7 +271,7 @@ export class DurableStore implements DedupeStore, ActorStore {
 
   /** Messages committed but not acknowledged by their destination: to resend after a restart. */
   pendingOutbox(): Array<{ destination: string; envelope: Envelope }> {
-    const rows = this.#db.query("SELECT destination, envelope FROM outbox ORDER BY at, rowid").all() as Array<{ destination: string; envelope: Uint8Array }>;
+    const rows = this.#db.query<{ destination: string; envelope: Uint8Array }>("SELECT destination, envelope FROM outbox ORDER BY at, rowid").all();
     return rows.map((row) => ({ destination: row.destination, envelope: unpackEnvelope(row.envelope) }));
   }
 
@@ -289,7 +290,7 @@ export class DurableStore implements DedupeStore, ActorStore {
       this.#write(() =>
         this.#db.transaction(() => {
           for (const [id, dest] of batch) this.#statements.delivered.run(id, dest);
-        })(),
+        }),
       );
     } catch {
       // A full disk: the rows go with the next batch. Rows left at a crash are only resent
@@ -345,7 +346,7 @@ export class DurableStore implements DedupeStore, ActorStore {
   }
 }
 
-/** What bun:sqlite throws when the disk is full, for the test-only DISK_FULL_ENV injection. */
+/** What SqliteDatabase throws when the disk is full (on either runtime), for the test-only DISK_FULL_ENV injection. */
 function simulatedFull(): Error {
   return Object.assign(new Error(`database or disk is full (simulated by ${DISK_FULL_ENV})`), { code: "SQLITE_FULL", errno: 13 });
 }

@@ -1,5 +1,5 @@
-import { Database } from "bun:sqlite";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { SqliteDatabase } from "../actor/sqlite-database.ts";
 
 /** One recalled fact; `score` is higher for more relevant facts (negated FTS5 bm25). */
 export interface Fact {
@@ -25,8 +25,8 @@ const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+/gu;
 const TERM = /[\p{L}\p{N}\p{M}]+/gu;
 
 /**
- * Long-term facts in bun:sqlite (WAL) with full-text recall ranked by relevance (FTS5 bm25),
- * per namespace. A remembered fact is committed before `remember` returns, so it survives the
+ * Long-term facts in SQLite (WAL; bun:sqlite on Bun, node:sqlite on Deno) with full-text
+ * recall ranked by relevance (FTS5 bm25), per namespace. A remembered fact is committed before `remember` returns, so it survives the
  * process being killed. Queries are free text: they are turned into a safe MATCH expression,
  * so quotes, `*`, `NEAR`, `-` or parentheses in a user's words never reach FTS5 as syntax.
  *
@@ -36,18 +36,18 @@ const TERM = /[\p{L}\p{N}\p{M}]+/gu;
  * memory.recall("user:42", "which language does the user prefer?"); // [{ id, text, meta, score, at }]
  */
 export class LongTermMemory {
-  #db: Database;
+  #db: SqliteDatabase;
   #sql;
 
-  private constructor(db: Database) {
+  private constructor(db: SqliteDatabase) {
     this.#db = db;
     this.#sql = {
       insert: db.query("INSERT INTO facts (namespace, text, meta, at) VALUES (?, ?, ?, ?)"),
       index: db.query("INSERT INTO facts_fts (rowid, body, namespace) VALUES (?, ?, ?)"),
       remove: db.query("DELETE FROM facts WHERE id = ? AND namespace = ?"),
       unindex: db.query("DELETE FROM facts_fts WHERE rowid = ?"),
-      count: db.query("SELECT count(*) AS n FROM facts WHERE namespace = ?"),
-      recall: db.query(`SELECT f.id, f.text, f.meta, f.at, bm25(facts_fts) AS rank
+      count: db.query<{ n: number }>("SELECT count(*) AS n FROM facts WHERE namespace = ?"),
+      recall: db.query<{ id: number; text: string; meta: string | null; at: number; rank: number }>(`SELECT f.id, f.text, f.meta, f.at, bm25(facts_fts) AS rank
         FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
         WHERE facts_fts MATCH ? AND facts_fts.namespace = ? ORDER BY rank, f.at DESC, f.id DESC LIMIT ?`),
     };
@@ -60,7 +60,7 @@ export class LongTermMemory {
    * using memory = LongTermMemory.open("/var/lib/hermes/facts.db");
    */
   static open(path: string): LongTermMemory {
-    const db = new Database(path, { create: true });
+    const db = SqliteDatabase.open(path);
     // WAL with synchronous=NORMAL: a committed fact survives the process being killed.
     db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
     // AUTOINCREMENT: a forgotten id is never handed out again.
@@ -96,7 +96,7 @@ export class LongTermMemory {
       const id = Number(this.#sql.insert.run(namespace, text, metaJson, Date.now()).lastInsertRowid);
       this.#sql.index.run(id, indexText(text), namespace);
       return id;
-    })();
+    });
   }
 
   /**
@@ -111,7 +111,7 @@ export class LongTermMemory {
     const match = toMatchExpression(typeof query === "string" ? query : "");
     const n = Math.min(Math.max(Math.trunc(Number(limit)) || 0, 0), MAX_RECALL);
     if (match === "" || n === 0) return [];
-    const rows = this.#sql.recall.all(match, namespace, n) as Array<{ id: number; text: string; meta: string | null; at: number; rank: number }>;
+    const rows = this.#sql.recall.all(match, namespace, n);
     return rows.map((r) => ({ id: r.id, text: r.text, meta: r.meta ? JSON.parse(r.meta) : {}, score: -r.rank, at: r.at }));
   }
 
@@ -127,13 +127,13 @@ export class LongTermMemory {
       if (this.#sql.remove.run(id, namespace).changes === 0) return false;
       this.#sql.unindex.run(id);
       return true;
-    })();
+    });
   }
 
   /** How many facts a namespace holds. */
   count(namespace: string): number {
     checkNamespace(namespace);
-    return (this.#sql.count.get(namespace) as { n: number }).n;
+    return this.#sql.count.get(namespace)!.n;
   }
 
   /** Closes the database. */

@@ -1,6 +1,6 @@
-import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { SqliteDatabase } from "../actor/sqlite-database.ts";
 
 /**
  * Run statuses: `running` until one of the three ends.
@@ -101,8 +101,8 @@ const NODE_JSON = ["envelope", "result", "error", "feedback"] as const;
 const RUN_JSON = ["input", "output", "error"] as const;
 
 /**
- * Workflow runs in bun:sqlite (WAL): one row per run, one per node, and the history of every
- * transition. Each transition is one transaction (the node rows it changes, the run row, a
+ * Workflow runs in SQLite (WAL; bun:sqlite on Bun, node:sqlite on Deno): one row per run, one
+ * per node, and the history of every transition. Each transition is one transaction (the node rows it changes, the run row, a
  * history line), committed before the engine acts on it, so a crash never leaves a state the
  * engine did not reach.
  *
@@ -112,10 +112,10 @@ const RUN_JSON = ["input", "output", "error"] as const;
  * store.transition(run.run_id, [{ ...node, status: "running" }]);
  */
 export class WorkflowStore {
-  #db: Database;
+  #db: SqliteDatabase;
   #q;
 
-  private constructor(db: Database) {
+  private constructor(db: SqliteDatabase) {
     this.#db = db;
     this.#q = {
       putRun: db.query(upsert("runs", RUN_COLUMNS, ["run_id"])),
@@ -123,14 +123,14 @@ export class WorkflowStore {
       history: db.query("INSERT INTO transitions VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transitions WHERE run_id = ?), ?, ?, ?, ?, ?, ?)"),
       run: db.query("SELECT * FROM runs WHERE run_id = ?"),
       nodes: db.query("SELECT * FROM nodes WHERE run_id = ? ORDER BY rowid"),
-      transitions: db.query("SELECT seq, at, node_id, status, attempt, round, message_id FROM transitions WHERE run_id = ? ORDER BY seq"),
+      transitions: db.query<TransitionRecord>("SELECT seq, at, node_id, status, attempt, round, message_id FROM transitions WHERE run_id = ? ORDER BY seq"),
     };
   }
 
   /** Opens (creating if needed) the store at `path`. */
   static open(path: string): WorkflowStore {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const db = new Database(path, { create: true });
+    const db = SqliteDatabase.open(path);
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
     db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
     db.exec(SCHEMA);
@@ -140,10 +140,10 @@ export class WorkflowStore {
   /** A new run and its nodes, in one transaction. */
   createRun(run: RunRecord, nodes: NodeRecord[]): void {
     this.#db.transaction(() => {
-      this.#q.putRun.run(encode(run, RUN_COLUMNS, RUN_JSON));
-      for (const node of nodes) this.#q.putNode.run(encode({ run_id: run.run_id, ...node }, NODE_COLUMNS, NODE_JSON));
+      this.#q.putRun.run(...encode(run, RUN_COLUMNS, RUN_JSON));
+      for (const node of nodes) this.#q.putNode.run(...encode({ run_id: run.run_id, ...node }, NODE_COLUMNS, NODE_JSON));
       this.#q.history.run(run.run_id, run.run_id, run.created_at, null, run.status, null, null, null);
-    })();
+    });
   }
 
   /** Node rows changed by one transition (and the run row when it changed too), with their history lines. */
@@ -151,14 +151,14 @@ export class WorkflowStore {
     const now = Date.now();
     this.#db.transaction(() => {
       for (const node of nodes) {
-        this.#q.putNode.run(encode({ run_id: runId, ...node }, NODE_COLUMNS, NODE_JSON));
+        this.#q.putNode.run(...encode({ run_id: runId, ...node }, NODE_COLUMNS, NODE_JSON));
         this.#q.history.run(runId, runId, now, node.node_id, node.status, node.attempt, node.round, node.message_id);
       }
       if (run) {
-        this.#q.putRun.run(encode(run, RUN_COLUMNS, RUN_JSON));
+        this.#q.putRun.run(...encode(run, RUN_COLUMNS, RUN_JSON));
         this.#q.history.run(runId, runId, now, null, run.status, null, null, null);
       }
-    })();
+    });
   }
 
   /** A history line that changes no row (a request sent again after a restart). */
@@ -167,26 +167,27 @@ export class WorkflowStore {
   }
 
   run(runId: string): RunRecord | undefined {
-    const row = this.#q.run.get(runId) as Record<string, unknown> | null;
+    const row = this.#q.run.get(runId);
     return row ? (decode(row, RUN_JSON) as unknown as RunRecord) : undefined;
   }
 
   nodes(runId: string): NodeRecord[] {
-    return (this.#q.nodes.all(runId) as Record<string, unknown>[]).map((row) => {
+    return this.#q.nodes.all(runId).map((row) => {
       const { run_id: _, ...node } = decode(row, NODE_JSON);
       return node as unknown as NodeRecord;
     });
   }
 
   transitions(runId: string): TransitionRecord[] {
-    return this.#q.transitions.all(runId) as TransitionRecord[];
+    // Spread: node:sqlite's rows have no prototype, and a record should not depend on the runtime.
+    return this.#q.transitions.all(runId).map((row) => ({ ...row }));
   }
 
   /** Runs, newest first, optionally of one status. */
   list(options: { status?: RunStatus; limit?: number } = {}): RunRecord[] {
     const where = options.status ? "WHERE status = ?" : "";
     const args = options.status ? [options.status, options.limit ?? 100] : [options.limit ?? 100];
-    const rows = this.#db.query(`SELECT * FROM runs ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(...args) as Record<string, unknown>[];
+    const rows = this.#db.query(`SELECT * FROM runs ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(...args);
     return rows.map((row) => decode(row, RUN_JSON) as unknown as RunRecord);
   }
 
@@ -195,19 +196,18 @@ export class WorkflowStore {
   }
 }
 
-/** An upsert that keeps the row (and its rowid, the declaration order of nodes) in place. */
+/** An upsert that keeps the row (and its rowid, the declaration order of nodes) in place; parameters in `columns` order. */
 function upsert(table: string, columns: string[], key: string[]): string {
   const updates = columns.filter((c) => !key.includes(c)).map((c) => `${c} = excluded.${c}`);
-  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `$${c}`).join(", ")}) ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${updates.join(", ")}`;
+  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${updates.join(", ")}`;
 }
 
-function encode(record: object, columns: readonly string[], json: readonly string[]): Record<string, string | number | null> {
-  const out: Record<string, string | number | null> = {};
-  for (const key of columns) {
+/** The record's values in `columns` order, JSON columns as JSON text, for upsert()'s parameters. */
+function encode(record: object, columns: readonly string[], json: readonly string[]): Array<string | number | null> {
+  return columns.map((key) => {
     const value = (record as Record<string, unknown>)[key];
-    out[`$${key}`] = json.includes(key) ? (value === undefined || value === null ? null : JSON.stringify(value)) : ((value ?? null) as string | number | null);
-  }
-  return out;
+    return json.includes(key) ? (value === undefined || value === null ? null : JSON.stringify(value)) : ((value ?? null) as string | number | null);
+  });
 }
 
 function decode(row: Record<string, unknown>, json: readonly string[]): Record<string, unknown> {

@@ -92,6 +92,39 @@ supervisor:
   }, 60_000);
 });
 
+describe("a durable Deno actor", () => {
+  test("killed with SIGKILL 3 times under load, it handles every request exactly once", async () => {
+    await using t = await startTestMesh(`
+mesh: { name: deno-durable }
+supervisor:
+  intensity: 100
+  period_ms: 5000
+  backoff: { initial_ms: 1, max_ms: 20 }
+  children:
+    - { actor: ledger, module: "{FIXTURES}/ledger.ts", runtime: deno }
+`);
+    const client = await t.client();
+    const total = 600;
+    let answered = 0;
+    const sending = (async () => {
+      for (let batch = 0; batch < total; batch += 50) {
+        await Promise.all(Array.from({ length: 50 }, (_, i) => client.request("ledger", { key: batch + i }, { timeoutMs: 60_000 }).then(() => answered++)));
+      }
+    })();
+    for (const threshold of [50, 200, 400]) {
+      await waitFor(() => answered >= threshold && t.mesh.registry.byAddress("ledger")?.health === "healthy", `progress ${threshold} with the ledger up`, 30_000);
+      process.kill(t.pid("ledger"), "SIGKILL");
+      await waitFor(() => t.mesh.registry.byAddress("ledger")?.health !== "healthy", "the ledger to be seen down", 10_000);
+    }
+    await sending;
+    expect(answered).toBe(total);
+    expect(t.mesh.registry.byAddress("ledger")!.restarts).toBe(3);
+    const counts = (await client.request("ledger", { op: "counts" }, { timeoutMs: 10_000 })).payload as Record<string, number>;
+    expect(Object.keys(counts).map(Number).sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+    expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
+  }, 120_000);
+});
+
 describe("a mesh file asking for Deno where there is none", () => {
   test("fails at load, saying how to install it", () => {
     using dir = tempDir("hm-deno-missing-");

@@ -1,7 +1,8 @@
 /**
  * A receiver in its own process: the reference implementation of the receiver contract of the
  * transport conformance suite (test/conformance/transport-suite.ts), also used by other live
- * tests. Argv: <address> [requireToken].
+ * tests. Argv: <address> [requireToken]. Runtime-neutral: it runs on Bun (Bun's sockets) and on
+ * Deno (node:net), started by test/mesh/transport.test.ts with the Deno permissions it needs.
  *
  * Environment:
  * - `LAYER`: `connection` (default) serves every accepted connection with a RequestChannel;

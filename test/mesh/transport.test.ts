@@ -1,7 +1,8 @@
 /**
  * The transport conformance suite (test/conformance/transport-suite.ts) over Bun's Unix socket
- * and TCP transports, against test/mesh/echo-server-fixture.ts in another process; plus the
- * cases that belong to this implementation rather than to every transport (codec choice).
+ * and TCP transports, against test/mesh/echo-server-fixture.ts in another process (a Bun one, or
+ * a Deno one with HERMES_TEST_RECEIVER_RUNTIME=deno); plus the cases that belong to this
+ * implementation rather than to every transport (codec choice).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Socket, SocketHandler } from "bun";
@@ -12,18 +13,30 @@ import { MeshNode } from "../../mesh/mesh-node.ts";
 import type { RegistryEntry } from "../../mesh/registry.ts";
 import { RequestChannel } from "../../mesh/requests.ts";
 import { describeTransportConformance, type ReceiverSpec, type Relay, type SenderOptions, type TransportUnderTest } from "../conformance/transport-suite.ts";
-import { spawnBun, tempDir, type Child } from "../helpers.ts";
+import { spawnBun, spawnDeno, tempDir, type Child } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "echo-server-fixture.ts");
+/**
+ * The runtime of every receiver: `bun` (default) or `deno` (HERMES_TEST_RECEIVER_RUNTIME=deno,
+ * set by test/deno/transport-deno.test.ts). The sender side stays in this Bun process.
+ */
+const RECEIVER_RUNTIME = process.env.HERMES_TEST_RECEIVER_RUNTIME === "deno" ? "deno" : "bun";
+/**
+ * What the fixture needs of Deno: read (its modules, the socket path), write (Unix sockets and
+ * the ledger), env (its settings), net (node:net asks for it, Unix sockets included).
+ */
+const DENO_RECEIVER_PERMISSIONS = ["--allow-read", "--allow-write", "--allow-env", "--allow-net"];
 
 function spawnReceiver(spec: ReceiverSpec): Child {
-  return spawnBun(FIXTURE, [spec.address, spec.token], {
+  const env = {
     LAYER: spec.layer,
     WINDOW: spec.window === undefined ? "" : String(spec.window),
     LEDGER: spec.ledger ?? "",
     LIFE: String(spec.life ?? 1),
     HOLD: spec.hold ? "1" : "0",
-  });
+  };
+  const args = [spec.address, spec.token];
+  return RECEIVER_RUNTIME === "deno" ? spawnDeno(FIXTURE, args, DENO_RECEIVER_PERMISSIONS, env) : spawnBun(FIXTURE, args, env);
 }
 
 /** A dial-only MeshNode named `sender` whose only route is the receiver at a socket endpoint (Unix path or TCP). */
