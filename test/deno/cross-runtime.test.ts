@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { tempDir, waitFor } from "../helpers.ts";
+import { denoBinary, tempDir, waitFor } from "../helpers.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -89,6 +89,30 @@ supervisor:
     await using t = await startTestMesh(meshOf(`, deno_permissions: ["--allow-write=${outside.path}"]`));
     expect((await (await t.client()).request("dino", {}, { timeoutMs: 10_000 })).payload.runtime).toBe("deno");
     expect(await Bun.file(touched).exists()).toBe(true);
+  }, 60_000);
+});
+
+describe("a Deno program using the public API", () => {
+  test("connects to a Bun mesh, requests a Bun actor and streams 1,000 awaited events to it", async () => {
+    await using t = await startTestMesh(`
+mesh: { name: deno-client }
+supervisor:
+  children:
+    - { actor: echo, module: "{ACTORS}/echo.ts" }
+`);
+    const proc = Bun.spawn([denoBinary(), "run", "--no-prompt", "--quiet", "--allow-read", `--allow-write=${t.dir}`, "--allow-env", "--allow-net", "--allow-sys=hostname,osRelease,uid,gid", join(import.meta.dir, "deno-client.ts"), t.dir, "echo"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 30_000);
+    try {
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      expect({ code, err }).toEqual({ code: 0, err: "" });
+      expect(JSON.parse(out.trim())).toEqual({ reply: { from: "deno", runtime: "deno" }, count: { events: 1000, address: "echo" } });
+    } finally {
+      clearTimeout(timer);
+      proc.kill("SIGKILL");
+    }
   }, 60_000);
 });
 
