@@ -42,7 +42,7 @@ interface AgentState {
 export default defineActor<AgentState>({
   concurrency: Number(process.env.AGENT_CONCURRENCY ?? 16),
   init(ctx) {
-    const file = loadAgentsFile(process.env.HERMES_AGENTS_FILE ?? join(import.meta.dir, "agents.yaml"));
+    const file = loadAgentsFile(process.env.HERMES_AGENTS_FILE ?? join(import.meta.dirname, "agents.yaml"));
     const config = agentByName(file, ctx.name);
     const model = modelOf(file);
     const dataDir = join(process.env.HERMES_MESH_DIR ?? tmpdir(), "data");

@@ -12,7 +12,7 @@ import { checkProviders } from "../src/workflow/workflow-providers.ts";
 import { RunStatus, WorkflowStore } from "../src/workflow/workflow-store.ts";
 
 /** Where `{ workflow: "<name>" }` finds `<name>.yaml`. */
-const WORKFLOWS_DIR = process.env.HERMES_WORKFLOWS_DIR ?? join(import.meta.dir, "workflows");
+const WORKFLOWS_DIR = process.env.HERMES_WORKFLOWS_DIR ?? join(import.meta.dirname, "workflows");
 
 interface State {
   engine: WorkflowEngine;

@@ -8,7 +8,7 @@ import type { HermesError } from "../../mesh/errors.ts";
 import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { startMesh } from "../supervisor/mesh-runtime.ts";
 
-const DEMO_MESH = join(import.meta.dir, "../../actors/mesh.yaml");
+const DEMO_MESH = join(import.meta.dirname, "../../actors/mesh.yaml");
 
 /** `hermes-mesh demo [--seconds N]`: parses its arguments and runs the demo. */
 export async function runDemoCommand(argv: string[]): Promise<number> {

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { connectMesh } from "../actor/connect-mesh.ts";
 import type { Route } from "../../mesh/envelope.ts";
@@ -79,9 +80,16 @@ export async function runSendCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** The payload's JSON text: the argument itself, `@path` a file's contents, `-` standard input (as curl's -d). */
+/**
+ * The payload's JSON text: the argument itself, `@path` a file's contents, `-` standard input
+ * (as curl's -d). Node's APIs: the CLI runs on Bun and on Deno.
+ */
 async function payloadText(argument: string): Promise<string> {
-  if (argument === "-") return await new Response(Bun.stdin.stream()).text();
-  if (argument.startsWith("@")) return await Bun.file(argument.slice(1)).text();
+  if (argument === "-") {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+  if (argument.startsWith("@")) return await readFile(argument.slice(1), "utf8");
   return argument;
 }

@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { upgradeWebSocket } from "hono/bun";
 import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
@@ -45,12 +44,17 @@ export interface GatewayDeps {
 
 /**
  * What the listener passes as the second argument of `app.fetch`: the Bun server (for
- * WebSocket upgrades) and which listener it is; requests over the Unix socket skip the Host check.
+ * WebSocket upgrades; none on Deno, which upgrades the request itself) and which listener it
+ * is; requests over the Unix socket skip the Host check.
  */
 export interface GatewayBindings {
   server: unknown;
   listener: "tcp" | "unix";
 }
+
+// Bun upgrades through its server (and the `websocket` handlers given to Bun.serve), Deno the
+// request itself. Loaded by runtime: hono/bun reads Bun's globals as it loads, so Deno cannot import it.
+const { upgradeWebSocket } = (typeof Bun === "undefined" ? await import("hono/deno") : await import("hono/bun")) as typeof import("hono/bun");
 
 const ACCEPTED_TYPES = ["application/hermes+json", "application/json"];
 /** Trace lookups read at once; more wait their turn (inside their own deadline). */
@@ -69,6 +73,7 @@ const TRACE_TIMEOUT_MS = 5000;
  * @example
  * const app = createGatewayApp({ node, registry, meshName: "demo", stats, dir, host: "127.0.0.1" });
  * Bun.serve({ port: 8000, fetch: (req, server) => app.fetch(req, { server, listener: "tcp" }), websocket });
+ * // On Deno: Deno.serve({ port: 8000 }, (req) => app.fetch(req, { server: undefined, listener: "tcp" }));
  */
 export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBindings }> {
   const app = new Hono<{ Bindings: GatewayBindings }>();

@@ -2,7 +2,8 @@
 /**
  * The gateway process, supervised like an actor: joins the mesh through the control socket,
  * serves the gateway app on TCP (`--host`, `--port`; 0 picks a free port) and on
- * `<dir>/gateway.sock`, prints `hermes-mesh:gateway <url> <socket>` and then the ready line.
+ * `<dir>/gateway.sock`, with Bun.serve on Bun and Deno.serve on Deno (the runtime of the
+ * supervisor that started it), prints `hermes-mesh:gateway <url> <socket>` and then the ready line.
  * Argv: --dir D --mesh NAME [--port P] [--host H] [--body-limit BYTES] [--allowed-host H]...
  * [--allowed-origin O]... Tokens from the environment: HERMES_MESH_TOKEN (the mesh's),
  * HERMES_GATEWAY_TOKEN (bearer token of HTTP clients). Warns on stderr when bound to a
@@ -10,15 +11,51 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { websocket } from "hono/bun";
 import { joinMesh } from "../../mesh/join.ts";
 import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-transport.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { isLoopback } from "./access-policy.ts";
-import { createGatewayApp } from "./gateway-app.ts";
+import { createGatewayApp, type GatewayBindings } from "./gateway-app.ts";
 import { HistorySampler } from "./history-sampler.ts";
 
 const ADDRESS = "gateway";
+/** Bun's WebSocket handlers for Bun.serve; hono/bun reads Bun's globals as it loads, so not on Deno. */
+const bunWebSocket = typeof Bun === "undefined" ? undefined : (await import("hono/bun")).websocket;
+
+/** What the gateway uses of Deno's API (the type checker here knows Bun's globals only). */
+declare const Deno: {
+  serve(
+    options: ({ hostname: string; port: number } | { path: string }) & { onListen?: () => void },
+    handler: (request: Request) => Response | Promise<Response>,
+  ): { addr: { port?: number }; shutdown(): Promise<void> };
+};
+
+/** One listener of the app: its TCP port (none on a Unix socket), and how to stop it. */
+interface Listener {
+  port: number | undefined;
+  stop(): Promise<unknown>;
+}
+
+type FetchApp = { fetch(request: Request, env: GatewayBindings): Response | Promise<Response> };
+
+/**
+ * Serves `app` on a TCP address or a Unix socket: Bun.serve on Bun (WebSockets through its
+ * server and hono's `websocket` handlers), Deno.serve on Deno (hono's Deno adapter upgrades
+ * the request itself, see gateway-app.ts).
+ */
+function serve(app: FetchApp, at: { hostname: string; port: number } | { unix: string }): Listener {
+  const listener = "unix" in at ? "unix" : "tcp";
+  if (typeof Bun === "undefined") {
+    // onListen: Deno prints "Listening on ..." to stdout otherwise, and stdout is the supervisor's channel.
+    const options = "unix" in at ? { path: at.unix } : at;
+    const server = Deno.serve({ ...options, onListen: () => {} }, (request) => app.fetch(request, { server: undefined, listener }));
+    return { port: server.addr.port, stop: () => server.shutdown() };
+  }
+  const fetch = (request: Request, server: unknown) => app.fetch(request, { server, listener });
+  const websocket = bunWebSocket!;
+  const server = "unix" in at ? Bun.serve({ unix: at.unix, fetch, websocket }) : Bun.serve({ ...at, fetch, websocket, idleTimeout: 120 });
+  return { port: server.port, stop: () => server.stop() };
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -68,10 +105,10 @@ async function main(): Promise<void> {
       msg: `the gateway listens on ${values.host}, beyond this machine, without a token: anyone who reaches it may invoke actors. Set HERMES_GATEWAY_TOKEN (or gateway.token_env), or bind 127.0.0.1`,
     }));
   }
-  const tcp = Bun.serve({ hostname: values.host, port: Number(values.port), fetch: (req, server) => app.fetch(req, { server, listener: "tcp" }), websocket, idleTimeout: 120 });
+  const tcp = serve(app, { hostname: values.host, port: Number(values.port) });
   const socket = join(dir, "gateway.sock");
   await prepareSocketPath(socket);
-  const unix = withPrivateUmask(socket, () => Bun.serve({ unix: socket, fetch: (req, server) => app.fetch(req, { server, listener: "unix" }), websocket }));
+  const unix = withPrivateUmask(socket, () => serve(app, { unix: socket }));
   console.log(`hermes-mesh:gateway http://${values.host}:${tcp.port} ${socket}`);
   console.log("hermes-mesh:ready");
 

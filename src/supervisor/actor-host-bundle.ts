@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import type { BunPlugin } from "bun";
 import type { Logger } from "../../mesh/logger.ts";
 
-const ROOT = join(import.meta.dir, "../..");
+const ROOT = join(import.meta.dirname, "../..");
 /** The actor host's source entry: what Deno actors run (Deno runs TypeScript itself), and Bun's fallback. */
 export const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");
 
@@ -18,10 +18,11 @@ let entry: Promise<string> | undefined;
  * loading the host from source (msgpackr and the mesh code) takes about 24 ms of every
  * start; the bundle, with the start-up cuts of `startupCuts`, about 7
  * (bench/startup-profile.ts). Falls back to the source entry if the build fails, and
- * HERMES_ACTOR_HOST=source forces the source.
+ * HERMES_ACTOR_HOST=source forces the source. A supervisor on Deno never builds (Bun.build is
+ * Bun's): its Bun actors, if any, run from source too.
  */
 export function actorHostEntry(log?: Logger): Promise<string> {
-  if (process.env.HERMES_ACTOR_HOST === "source") return Promise.resolve(HOST_SOURCE);
+  if (process.env.HERMES_ACTOR_HOST === "source" || typeof Bun === "undefined") return Promise.resolve(HOST_SOURCE);
   return (entry ??= build(log).catch((error) => {
     log?.warn("actor host bundle failed; running actors from source", { error: String(error) });
     return HOST_SOURCE;

@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { spawnName, THIS_RUNTIME } from "./runtime-binary.ts";
 
 const require = createRequire(import.meta.url);
 let found: string | null | undefined;
@@ -19,9 +20,9 @@ export const DENO_INSTALL_HINT =
 
 /**
  * The Deno binary to start actors with, or undefined when there is none: $HERMES_DENO when set
- * (and then only it: a setting that points nowhere is an error, not a hint), else the binary of
- * the `deno` package's platform package, the `deno` package's own copy, the PATH. Looked up
- * once per process.
+ * (and then only it: a setting that points nowhere is an error, not a hint), else on Deno this
+ * process's own binary (as "deno" when that is the PATH's, so that `--allow-run=deno` allows it), else the binary of the `deno` package's
+ * platform package, the `deno` package's own copy, the PATH. Looked up once per process.
  *
  * @example
  * const deno = findDeno(); // "/app/node_modules/@deno/linux-x64-glibc/deno"
@@ -33,6 +34,7 @@ export function findDeno(): string | undefined {
     found = existsSync(process.env.HERMES_DENO) ? process.env.HERMES_DENO : null;
     return found ?? undefined;
   }
+  if (THIS_RUNTIME === "deno") return (found = spawnName(process.execPath, "deno"));
   try {
     const denoPackage = dirname(require.resolve("deno/package.json"));
     const fromDeno = createRequire(join(denoPackage, "package.json"));

@@ -3,6 +3,8 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { validatePattern } from "../../mesh/topics.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { BUN_INSTALL_HINT, findBun } from "./bun-runtime.ts";
+import { THIS_RUNTIME } from "./runtime-binary.ts";
 import { DENO_INSTALL_HINT, findDeno } from "./deno-runtime.ts";
 import { formatYamlPath, issueMessage, sourceError, valueAt, YamlSource, type SourceIssue, type YamlPath } from "./yaml-source.ts";
 
@@ -125,7 +127,8 @@ export const MeshFileSchema = map({
     heartbeat_ms: intIn(10, 600_000).default(1000),
     events: z.boolean(expected("true or false")).default(true),
     scheduler: oneOf(["least_loaded", "round_robin", "weighted"]).default("least_loaded"),
-    runtime: Runtime.default("bun"),
+    // The supervisor's own runtime: the one this machine surely has (a Deno-only box may have no Bun).
+    runtime: Runtime.default(THIS_RUNTIME),
   }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),
@@ -278,22 +281,29 @@ function checkNamesAndModules(raw: unknown, baseDir: string, found: Found[], at:
   if (isRecord(raw) && isRecord(raw.supervisor)) walk(raw.supervisor.children, ["supervisor", "children"]);
 }
 
-/** A mesh file asking for Deno where there is none fails at load, saying how to get it. */
+/**
+ * A mesh file asking for a runtime that is not there fails at load, saying how to get it: Deno
+ * under a Bun supervisor, or Bun under a Deno one.
+ */
 function checkRuntimes(raw: unknown, found: Found[]): void {
   if (!isRecord(raw) || !isRecord(raw.mesh) || !isRecord(raw.supervisor)) return;
-  const meshDefault = raw.mesh.runtime ?? "bun";
-  const asking: YamlPath[] = [];
+  const meshDefault = raw.mesh.runtime ?? THIS_RUNTIME;
+  const asking: Record<"bun" | "deno", YamlPath[]> = { bun: [], deno: [] };
   const walk = (children: unknown, path: YamlPath) => {
     if (!Array.isArray(children)) return;
     children.forEach((child, i) => {
       if (!isRecord(child)) return;
-      if (typeof child.actor === "string" && (child.runtime ?? meshDefault) === "deno") asking.push(child.runtime === undefined ? ["mesh", "runtime"] : [...path, i, "runtime"]);
+      const runtime = child.runtime ?? meshDefault;
+      if (typeof child.actor === "string" && (runtime === "bun" || runtime === "deno")) asking[runtime].push(child.runtime === undefined ? ["mesh", "runtime"] : [...path, i, "runtime"]);
       if (typeof child.supervisor === "string") walk(child.children, [...path, i, "children"]);
     });
   };
   walk(raw.supervisor.children, ["supervisor", "children"]);
-  if (asking.length > 0 && findDeno() === undefined) {
-    found.push({ path: asking[0]!, message: `no Deno binary found for this actor. ${DENO_INSTALL_HINT}`, atKey: false });
+  if (asking.deno.length > 0 && findDeno() === undefined) {
+    found.push({ path: asking.deno[0]!, message: `no Deno binary found for this actor. ${DENO_INSTALL_HINT}`, atKey: false });
+  }
+  if (asking.bun.length > 0 && findBun() === undefined) {
+    found.push({ path: asking.bun[0]!, message: `no Bun binary found for this actor. ${BUN_INSTALL_HINT}`, atKey: false });
   }
 }
 

@@ -11,6 +11,8 @@ import type { ChildHandle, ChildSpec as SupervisedChild, StartupTimings } from "
 import { isActorSpec, type ActorSpec, type MeshFile, type SupervisorSpec } from "./mesh-file.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { actorHostEntry, HOST_SOURCE } from "./actor-host-bundle.ts";
+import { requireBun } from "./bun-runtime.ts";
+import { THIS_RUNTIME } from "./runtime-binary.ts";
 import { denoHostCommand, requireDeno } from "./deno-runtime.ts";
 import { environment, processChild, type ProcessChildOptions } from "./process-child.ts";
 import { StandbyHost } from "./standby-host.ts";
@@ -26,7 +28,7 @@ export const READY_LINE = "hermes-mesh:ready";
 const LOADED_LINE = "hermes-mesh:loaded ";
 
 /** What actor modules import (from source): a standby host loads it while it waits. */
-const DEFINE_ACTOR = join(import.meta.dir, "../actor/define-actor.ts");
+const DEFINE_ACTOR = join(import.meta.dirname, "../actor/define-actor.ts");
 /** How long after the tree is up, or a start took the standby actor host, the next one is spawned. */
 const STANDBY_AFTER_RESTART_MS = 100;
 
@@ -61,7 +63,7 @@ export interface StartMeshOptions {
   /**
    * Keep one actor host started ahead (standby-host.ts), so that a start or restart skips Bun's
    * start-up and the host's load; it costs one idle process. Default true, unless the
-   * environment has HERMES_ACTOR_STANDBY=0.
+   * environment has HERMES_ACTOR_STANDBY=0. A supervisor on Deno has none (a standby is a Bun host).
    */
   standby?: boolean;
 }
@@ -119,7 +121,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
   const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
   const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler };
-  const standby = (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
+  const standby = THIS_RUNTIME === "bun" && (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
     ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])
     : undefined;
   const control = await ControlServer.start({
@@ -214,8 +216,11 @@ function instancesOf(
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name));
-    // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle.
-    const host = spec.runtime === "deno" ? denoHostCommand(requireDeno(`actor ${spec.actor}`), HOST_SOURCE, ctx.dir, spec.deno_permissions) : [process.execPath, ctx.hostEntry];
+    // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle (the
+    // source under a Deno supervisor, with the Bun binary it found).
+    const host = spec.runtime === "deno"
+      ? denoHostCommand(requireDeno(`actor ${spec.actor}`), HOST_SOURCE, ctx.dir, spec.deno_permissions)
+      : [requireBun(`actor ${spec.actor}`), ctx.hostEntry];
     const cmd = [
       ...host,
       "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
@@ -386,7 +391,7 @@ function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName:
   };
 }
 
-const GATEWAY_MAIN = join(import.meta.dir, "../gateway/gateway-main.ts");
+const GATEWAY_MAIN = join(import.meta.dirname, "../gateway/gateway-main.ts");
 const GATEWAY_LINE = "hermes-mesh:gateway ";
 
 function gatewayFromFile(meshFile: MeshFile): GatewayOptions | undefined {
@@ -407,8 +412,15 @@ function gatewayChild(
   gateway: GatewayOptions,
   ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[] },
 ): SupervisedChild {
+  // On the supervisor's runtime; on Deno with what an actor host may do (it reads the package,
+  // writes its socket and logs in the mesh dir, listens and dials), and nothing more. Without
+  // --unstable-no-legacy-abort Deno.serve aborts a request's signal once it is answered (and
+  // warns): with it the signal means what it means on Bun, the client went away.
+  const runtime = THIS_RUNTIME === "bun"
+    ? [process.execPath, GATEWAY_MAIN]
+    : denoHostCommand(requireDeno("the gateway"), GATEWAY_MAIN, ctx.dir, ["--unstable-no-legacy-abort"]);
   const cmd = [
-    process.execPath, GATEWAY_MAIN, "--dir", ctx.dir, "--mesh", ctx.name,
+    ...runtime, "--dir", ctx.dir, "--mesh", ctx.name,
     "--port", String(gateway.port), "--host", gateway.host ?? "127.0.0.1",
     ...(gateway.bodyLimitBytes !== undefined ? ["--body-limit", String(gateway.bodyLimitBytes)] : []),
     ...(gateway.allowedHosts ?? []).flatMap((host) => ["--allowed-host", host]),

@@ -1,6 +1,8 @@
 /**
- * A supervised child that is a real OS process, spawned with Bun.spawn.
+ * A supervised child that is a real OS process, spawned with Bun.spawn on Bun and with
+ * node:child_process on Deno (a supervisor on Deno, docs/deno.md).
  */
+import { spawn as nodeSpawn } from "node:child_process";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import type { ChildHandle, ExitInfo } from "./child-spec.ts";
 
@@ -22,7 +24,7 @@ export interface ProcessChildOptions {
    */
   ready?(line: string): boolean;
   /**
-   * Starts the process in Bun.spawn's place, or returns undefined to have it spawned as usual:
+   * Starts the process in Bun.spawn's (or node:child_process's) place, or returns undefined to have it spawned as usual:
    * how a mesh hands a start to a standby actor host (standby-host.ts). `env` is the whole
    * environment the process is to have. What it returns must pipe stdout and stderr.
    */
@@ -74,19 +76,14 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
       : onStdout;
     const env = environment(typeof options.env === "function" ? options.env() : options.env);
     const handed = options.spawn?.(cmd, { env, ...(options.cwd !== undefined && { cwd: options.cwd }) });
-    const proc: SpawnedProcess = handed ?? Bun.spawn(cmd, {
-      cwd: options.cwd,
-      env,
-      stdin: "ignore",
-      stdout: stdoutLine ? "pipe" : "inherit",
-      stderr: options.onStderr ? "pipe" : "inherit",
-    });
+    const how = { cwd: options.cwd, env, stdout: stdoutLine ? "pipe" : "inherit", stderr: options.onStderr ? "pipe" : "inherit" } as const;
+    const proc: SpawnedProcess = handed ?? (typeof Bun === "undefined" ? await spawnWithNode(cmd, how) : Bun.spawn(cmd, { ...how, stdin: "ignore" }));
     options.onSpawn?.(proc.pid);
     // Drain the pipes before reporting the exit, so the last lines reach the callbacks first.
     // A handed-over process always pipes both: drained even without a callback, or it would block.
     const drained = Promise.all([
-      (stdoutLine || handed) && forEachLine(proc.stdout as ReadableStream<Uint8Array>, stdoutLine ?? (() => {})),
-      (options.onStderr || handed) && forEachLine(proc.stderr as ReadableStream<Uint8Array>, options.onStderr ?? (() => {})),
+      (stdoutLine || handed) && forEachLine(proc.stdout as AsyncIterable<Uint8Array>, stdoutLine ?? (() => {})),
+      (options.onStderr || handed) && forEachLine(proc.stderr as AsyncIterable<Uint8Array>, options.onStderr ?? (() => {})),
     ]).catch(() => {});
     const exited = proc.exited.then(async (): Promise<ExitInfo> => {
       await drained;
@@ -97,18 +94,57 @@ export function processChild(cmd: string[], options: ProcessChildOptions = {}): 
     return {
       pid: proc.pid,
       exited,
-      // kill() on a process that already exited is a no-op in Bun, so no guard is needed.
+      // kill() on a process that already exited is a no-op in Bun (and node:child_process), so no guard is needed.
       stop: () => proc.kill("SIGTERM"),
       kill: () => proc.kill("SIGKILL"),
     };
   };
 }
 
-/** What processChild needs of a started process: Bun.spawn's, or one a `spawn` option handed over. */
-export type SpawnedProcess = Pick<Bun.Subprocess, "pid" | "exited" | "exitCode" | "signalCode" | "kill"> & {
-  stdout: ReadableStream<Uint8Array> | number | undefined;
-  stderr: ReadableStream<Uint8Array> | number | undefined;
-};
+/**
+ * What processChild needs of a started process: Bun.spawn's, spawnWithNode's, or one a `spawn`
+ * option handed over. A piped stdout or stderr is read as chunks of bytes.
+ */
+export interface SpawnedProcess {
+  readonly pid: number;
+  /** Resolves once the process has exited (its pipes may still hold output). */
+  readonly exited: Promise<unknown>;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | number | null;
+  kill(signal?: NodeJS.Signals | number): void;
+  readonly stdout: AsyncIterable<Uint8Array> | number | undefined | null;
+  readonly stderr: AsyncIterable<Uint8Array> | number | undefined | null;
+}
+
+/**
+ * Spawns `cmd` with node:child_process, as Bun.spawn would (no stdin): for a supervisor on
+ * Deno, which has no Bun.spawn. Resolves once the process runs; rejects when it cannot be
+ * spawned (Bun.spawn throws then; node:child_process reports it as an event, after the call).
+ */
+async function spawnWithNode(
+  cmd: string[],
+  options: { cwd: string | undefined; env: Record<string, string>; stdout: "pipe" | "inherit"; stderr: "pipe" | "inherit" },
+): Promise<SpawnedProcess> {
+  const child = nodeSpawn(cmd[0]!, cmd.slice(1), { cwd: options.cwd, env: options.env, stdio: ["ignore", options.stdout, options.stderr] });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.on("error", reject); // kept: a later error (a failed kill) then goes nowhere instead of throwing
+  });
+  return {
+    pid: child.pid!,
+    exited,
+    get exitCode() {
+      return child.exitCode;
+    },
+    get signalCode() {
+      return child.signalCode;
+    },
+    kill: (signal) => void child.kill(signal),
+    stdout: child.stdout,
+    stderr: child.stderr,
+  };
+}
 
 /** Resolves once ready; otherwise kills the process and rejects with why. */
 async function waitReady(
@@ -143,7 +179,7 @@ function describeExit(code: number | null, signal: string | null): ExitInfo {
 }
 
 /** Calls `onLine` with each newline-terminated line of `stream`, then with any unterminated tail. */
-async function forEachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+async function forEachLine(stream: AsyncIterable<Uint8Array>, onLine: (line: string) => void): Promise<void> {
   const decoder = new TextDecoder();
   let partial = "";
   for await (const chunk of stream) {

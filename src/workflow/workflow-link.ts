@@ -56,7 +56,7 @@ export class WorkflowLink {
         // After a kill -9 the supervisor may not yet have dropped the old registration.
         const taken = error instanceof HermesError && /is taken/.test(error.message);
         if (!taken || Date.now() > deadline) throw error;
-        await Bun.sleep(wait);
+        await new Promise((resolve) => setTimeout(resolve, wait)); // not Bun.sleep: orchestrators run on Deno too
       }
     }
   }

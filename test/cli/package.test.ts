@@ -53,7 +53,7 @@ describe("the packed package", () => {
 
   test("a global install in a temp prefix runs `hermes-mesh` with only Node on the PATH", () => {
     const prefix = join(dir.path, "prefix");
-    const installed = run(["npm", "install", "-g", "--prefer-offline", "--no-audit", "--no-fund", "--prefix", prefix, "--allow-scripts=bun,msgpackr-extract", tarball], dir.path);
+    const installed = run(["npm", "install", "-g", "--prefer-offline", "--no-audit", "--no-fund", "--prefix", prefix, "--allow-scripts=bun,deno,msgpackr-extract", tarball], dir.path);
     expect(installed.err).not.toContain("ERR!");
     expect(installed.code).toBe(0);
     const version = run([join(prefix, "bin", "hermes-mesh"), "--version"], dir.path);
@@ -87,7 +87,7 @@ describe("the packed package", () => {
   test("another project installs the tarball: README's actor runs under `hermes-mesh up` and its client imports the package", async () => {
     const app = join(dir.path, "app");
     mkdirSync(app);
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module", dependencies: { "hermes-mesh": `file:${tarball}` }, allowScripts: { bun: true, "msgpackr-extract": true } }));
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module", dependencies: { "hermes-mesh": `file:${tarball}` }, allowScripts: { bun: true, deno: true, "msgpackr-extract": true } }));
     const installed = run(["npm", "install", "--prefer-offline", "--no-audit", "--no-fund"], app);
     expect(installed.code).toBe(0);
     expect(installed.err).not.toContain("install-scripts");
