@@ -23,6 +23,28 @@ export interface MeshInfo {
   token_env: string | null;
   supervisor_pid: number;
   started_at: number;
+  /** Present when the mesh runs over NATS JetStream: how its members reach the servers. */
+  nats?: MeshNatsSettings;
+}
+
+/**
+ * How the members of a mesh over NATS JetStream reach it (docs/nats.md): in `mesh.json` and, for
+ * the actors a supervisor spawns, in HERMES_NATS (JSON). Credentials are named, never held:
+ * `user_env`, `pass_env` and `token_env` are environment variables each member reads.
+ */
+export interface MeshNatsSettings {
+  servers: string[];
+  /** The mesh's name: its stream, consumers and registry bucket are named after it. */
+  mesh: string;
+  /** This host's name in the mesh. */
+  host: string;
+  user_env?: string;
+  pass_env?: string;
+  token_env?: string;
+  /** Passed through to the NATS client's `tls` option. */
+  tls?: Record<string, unknown>;
+  /** Replicas of the mesh's stream and bucket (3 in a cluster). */
+  replicas: number;
 }
 
 /** The file of a mesh directory holding its MeshInfo. */

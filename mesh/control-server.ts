@@ -116,8 +116,9 @@ export class ControlServer {
         const address = String(p.address);
         this.#checkClientAddress(address);
         this.#bind(channel, address, "client");
-        // A client listens only where its address says: never on a socket of its own choosing.
-        const socket = p.socket === undefined ? "" : clientSocketPath(this.#options.dir, address);
+        // A client listens only where its address says: never on a socket of its own choosing
+        // (over NATS, its address's own subject: docs/nats.md).
+        const socket = p.socket === undefined ? "" : p.socket === `nats:${address}` ? p.socket : clientSocketPath(this.#options.dir, address);
         if (p.socket !== undefined && p.socket !== socket) {
           this.#unbind(channel);
           throw new HermesError(ErrorCode.INVALID_REQUEST, `a client's socket must be ${socket}`, { reason: `socket ${JSON.stringify(p.socket)} is not the client's own`, expected: socket });

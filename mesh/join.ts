@@ -5,13 +5,15 @@
  * yourself, keep a local copy of the registry current, start a mesh node that routes from that
  * copy, and follow the supervisor's news so that links redial a peer the moment it is back.
  */
+import { readFileSync } from "node:fs";
 import { ControlClient } from "./control-client.ts";
-import { clientSocketPath } from "./control-protocol.ts";
+import { clientSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } from "./control-protocol.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
 import { Registry, type RegistryUpdate } from "./registry.ts";
 import { schedulerPicker, schedulerFromEnv, type Scheduler } from "./routing.ts";
+import type { MeshTransport } from "./transport.ts";
 
 /** The load figures an actor reports in each heartbeat. */
 export type HeartbeatLoad = Parameters<ControlClient["heartbeat"]>[0];
@@ -138,7 +140,11 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
   }
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let socketPath: string | undefined;
+  let transport: (MeshTransport & { close(): Promise<void> }) | undefined;
   try {
+    // A mesh over NATS (docs/nats.md): members reach each other through its servers, loaded only then.
+    const nats = natsSettingsOf(dir);
+    if (nats) transport = await (await import("./nats-transport.ts")).natsTransportFor(nats, address);
     let heartbeatMs = 0;
     if (options.kind === "actor") {
       ({ heartbeatMs } = await control.register(options.spawnSecret, {
@@ -149,7 +155,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       socketPath = registry.byAddress(address)?.socket;
       if (!socketPath) throw new HermesError(ErrorCode.INTERNAL, `the registry gives ${address} no socket to listen on`);
     } else if (options.listen) {
-      socketPath = clientSocketPath(dir, address);
+      socketPath = transport ? `nats:${address}` : clientSocketPath(dir, address);
     }
     node = await MeshNode.start({
       address,
@@ -165,6 +171,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       dedupe: options.dedupe,
       window: options.window,
       maxAttempts: options.maxAttempts,
+      ...(transport && { transport }),
     });
     if (options.kind === "actor") {
       await options.init?.(node);
@@ -188,6 +195,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
   } catch (error) {
     unfollow();
     await node?.close().catch(() => {});
+    await transport?.close().catch(() => {});
     await control.close().catch(() => {});
     throw error;
   }
@@ -199,6 +207,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       unfollow();
       try {
         await joined.close();
+        await transport?.close();
       } finally {
         await control.close();
       }
@@ -214,6 +223,19 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/**
+ * The NATS settings of the mesh in `dir` when it runs over NATS: HERMES_NATS for an actor the
+ * supervisor spawned, else the mesh's mesh.json (a client, the gateway). Undefined otherwise.
+ */
+function natsSettingsOf(dir: string): MeshNatsSettings | undefined {
+  if (process.env.HERMES_NATS) return JSON.parse(process.env.HERMES_NATS) as MeshNatsSettings;
+  try {
+    return (JSON.parse(readFileSync(meshInfoPath(dir), "utf8")) as MeshInfo).nats;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -208,6 +208,7 @@ export class PeerLink {
     connection.onEnvelope = this.#options.onEnvelope;
     connection.onAcknowledged = this.#options.onAcknowledged;
     connection.onUnsendable = this.#options.onUnsendable;
+    connection.onDeadLetter = this.#options.onDeadLetter;
     connection.closed.then(() => this.#onBroken(connection));
     const queue = this.#queue;
     this.#queue = [];

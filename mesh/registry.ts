@@ -35,6 +35,11 @@ export interface RegistryEntry {
   updatedAt: number;
   /** An actor of the supervisor tree, or a program that joined from outside (connectMesh, the gateway). */
   kind?: "actor" | "client";
+  /**
+   * The host whose supervisor owns the entry, in a mesh across hosts (docs/nats.md); absent on a
+   * mesh of one host. Entries of other hosts reach this one through NATS, not its control plane.
+   */
+  host?: string;
 }
 
 const entrySchema = (z: Zod) =>
@@ -53,6 +58,7 @@ const entrySchema = (z: Zod) =>
     inFlight: z.int().min(0),
     updatedAt: z.number(),
     kind: z.enum(["actor", "client"]).optional(),
+    host: z.string().min(1).optional(),
   }) satisfies z.ZodType<RegistryEntry>;
 
 /** What a patch may change: anything but the address, which is the key. */
@@ -131,6 +137,7 @@ const ENTRY_FIELDS = new Map<string, { check: FieldCheck; optional?: true }>([
   ["inFlight", { check: count }],
   ["updatedAt", { check: Number.isFinite }],
   ["kind", { check: (v) => KINDS.has(v), optional: true }],
+  ["host", { check: nonEmpty, optional: true }],
 ]);
 const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.optional).length;
 

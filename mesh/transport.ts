@@ -57,6 +57,8 @@ export interface MeshLink {
   onAcknowledged: ((env: Envelope) => void) | undefined;
   /** An envelope that waited for credit turned out unsendable; its owner answers for it. */
   onUnsendable: ((env: Envelope, error: HermesError) => void) | undefined;
+  /** A broker gave up on an envelope this side sent (max deliveries, its receiver never settled it): its owner dead-letters it. Byte streams never call it (their owner counts attempts). */
+  onDeadLetter?: ((env: Envelope, error: HermesError) => void) | undefined;
   /** Sends an envelope (throws the coded refusal: 6 when full, 10 when closed); `settles` is a received seq to acknowledge with it. */
   send(env: Envelope, settles?: number): void;
   /** Acknowledges a received envelope once it has been handled. */

@@ -32,11 +32,13 @@ export async function runPsCommand(argv: string[]): Promise<number> {
     // Programs that joined from outside (clients, the gateway) are listed after the actors.
     entries.sort((a, b) => Number(a.kind === "client") - Number(b.kind === "client"));
     console.log(`mesh ${mesh.name}  supervisor pid ${mesh.supervisor_pid}  up ${Math.round((Date.now() - mesh.started_at) / 1000)} s  dir ${mesh.dir}`);
+    // A mesh across hosts (docs/nats.md) names each member's host; a pid is only meaningful there.
+    const hosts = entries.some((e) => e.host !== undefined);
     const rows = entries.map((e) => [
-      e.address, String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
+      e.address, ...(hosts ? [e.host ?? "-"] : []), String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
       String(e.dead_letters ?? 0), e.heartbeat_age_ms === null ? "-" : (e.heartbeat_age_ms / 1000).toFixed(1), e.capabilities.join(",") || "-",
     ]);
-    printTable(["ADDRESS", "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "DEAD-LETTERS", "HEARTBEAT-S", "CAPABILITIES"], rows);
+    printTable(["ADDRESS", ...(hosts ? ["HOST"] : []), "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "DEAD-LETTERS", "HEARTBEAT-S", "CAPABILITIES"], rows);
     return 0;
   } finally {
     await control.close();

@@ -4,7 +4,7 @@ import { loadMeshFile } from "../supervisor/mesh-file.ts";
 import { startMesh } from "../supervisor/mesh-runtime.ts";
 import type { SupervisorEvent } from "../supervisor/supervisor-events.ts";
 
-const USAGE = `Usage: hermes-mesh up <mesh.yaml> [--dir D] [--port P] [--host H] [--no-gateway] [--quiet]
+const USAGE = `Usage: hermes-mesh up <mesh.yaml> [--dir D] [--port P] [--host H] [--nats URL[,URL…]] [--no-gateway] [--quiet]
 
 Starts the supervisor tree of the mesh file in the foreground: every actor instance its own
 process, listening on <dir>/<name>.sock, and the HTTP gateway on --host:--port (default
@@ -13,7 +13,9 @@ process, listening on <dir>/<name>.sock, and the HTTP gateway on --host:--port (
 sockets removed), and so does the end of the process that started it (npm, a shell, the
 launcher): no actor outlives it. Actor log lines are printed as they come unless --quiet. The
 gateway's bearer token, if any, comes from $HERMES_GATEWAY_TOKEN (or the mesh file's
-gateway.token_env).`;
+gateway.token_env). --nats runs the mesh over NATS JetStream at those servers (overriding the
+mesh file's mesh.transport and mesh.nats.servers): one mesh across every host whose supervisor
+uses the same mesh name and servers (docs/nats.md).`;
 
 /** `hermes-mesh up`: runs a mesh until Ctrl-C / SIGTERM, or until its root supervisor gives up (exit 1). */
 export async function runUpCommand(argv: string[]): Promise<number> {
@@ -23,6 +25,7 @@ export async function runUpCommand(argv: string[]): Promise<number> {
       dir: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
+      nats: { type: "string" },
       "no-gateway": { type: "boolean" },
       quiet: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -43,6 +46,16 @@ export async function runUpCommand(argv: string[]): Promise<number> {
   } catch (error) {
     console.error(`hermes-mesh up: ${(error as Error).message}`);
     return 2;
+  }
+  if (values.nats !== undefined) {
+    const servers = values.nats.split(",").map((url) => url.trim()).filter(Boolean);
+    const bad = servers.find((url) => !/^(nats|tls|wss?):\/\/.+$/.test(url));
+    if (servers.length === 0 || bad !== undefined) {
+      console.error(`hermes-mesh up: --nats expects server URLs such as nats://127.0.0.1:4222, got '${bad ?? values.nats}'`);
+      return 2;
+    }
+    meshFile.mesh.transport = "nats";
+    meshFile.mesh.nats = { replicas: 1, ...meshFile.mesh.nats, servers };
   }
   const log = createLogger({ component: "supervisor" });
   const started = Date.now();

@@ -119,6 +119,20 @@ export const ChildSpecSchema = z.union([ActorSpecSchema, SupervisorSpecSchema], 
  * // A JSON Schema for editors, derived rather than written by hand:
  * const jsonSchema = z.toJSONSchema(MeshFileSchema, { io: "input" });
  */
+/** `mesh.nats`: where the NATS servers are and how to log in (docs/nats.md). */
+const NatsSettings = map({
+  servers: list(matching(/^(nats|tls|wss?):\/\/.+$/, 'a NATS server URL such as "nats://127.0.0.1:4222"')).min(1, expected("at least one server URL")),
+  // Names of environment variables, never the secrets themselves.
+  user_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
+  pass_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
+  token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
+  // Passed through to the client's `tls` option (e.g. { caFile, certFile, keyFile }).
+  tls: z.record(z.string(), z.unknown(), expected("a map")).optional(),
+  replicas: z.union([z.literal(1), z.literal(3), z.literal(5)], expected("1, 3 or 5")).default(1),
+  // This host's name in the mesh (ps shows it); default the machine's host name.
+  host: matching(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "a host name").optional(),
+});
+
 export const MeshFileSchema = map({
   mesh: map({
     name: matching(/^[a-z0-9-]+$/, "a mesh name matching [a-z0-9-]+"),
@@ -129,7 +143,10 @@ export const MeshFileSchema = map({
     scheduler: oneOf(["least_loaded", "round_robin", "weighted"]).default("least_loaded"),
     // The supervisor's own runtime: the one this machine surely has (a Deno-only box may have no Bun).
     runtime: Runtime.default(THIS_RUNTIME),
-  }),
+    // How members reach each other: Unix sockets on this host (the default), or NATS JetStream across hosts.
+    transport: oneOf(["unix", "nats"]).default("unix"),
+    nats: NatsSettings.optional(),
+  }).refine((m) => m.transport !== "nats" || m.nats !== undefined, { message: "transport: nats needs a `nats` section with `servers`", path: ["nats"] }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),
     host: z.string(expected("a host name or address")).min(1, expected("a host name or address")).default("127.0.0.1"),

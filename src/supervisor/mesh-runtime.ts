@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
-import { actorAddress, actorSocketPath, meshInfoPath, type MeshInfo } from "../../mesh/control-protocol.ts";
+import { actorAddress, actorSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } from "../../mesh/control-protocol.ts";
 import type { Registry, RegistryEntry } from "../../mesh/registry.ts";
 import type { Logger } from "../../mesh/logger.ts";
 import { stableAgentId } from "../../mesh/ids.ts";
@@ -120,7 +120,8 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const gatewayTokenEnv = meshFile.gateway?.token_env;
   const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
   const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
-  const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler };
+  const nats = natsSettingsOf(meshFile);
+  const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats };
   const standby = THIS_RUNTIME === "bun" && (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
     ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])
     : undefined;
@@ -137,6 +138,14 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
       spawned.get(address)?.kill();
     },
   });
+  // Over NATS the registry is shared with the other hosts' supervisors (src/supervisor/nats-registry.ts).
+  let shared: Awaited<ReturnType<typeof shareRegistry>> | undefined;
+  try {
+    shared = nats ? await shareRegistry(nats, registry, options.log) : undefined;
+  } catch (error) {
+    await control.close();
+    throw error;
+  }
   // Restarts, exits and escalations go to the mesh's event logs too, next to the actors' own.
   const supervisorLog = meshFile.mesh.events ? new EventLog(join(dir, "logs", "supervisor.jsonl"), { actor: "supervisor" }) : undefined;
   const onEvent = (event: SupervisorEvent) => {
@@ -164,8 +173,8 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const rootSpec = build(meshFile.supervisor, "root");
   const gatewayOptions = options.gateway === undefined ? gatewayFromFile(meshFile) : options.gateway && withFileAllowLists(options.gateway, meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
-  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, options, at: gatewayAt!, hidden: gatewayHidden }));
-  const info: MeshInfo = { name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now() };
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats, options, at: gatewayAt!, hidden: gatewayHidden }));
+  const info: MeshInfo = { name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now(), ...(nats && { nats }) };
   writeFileSync(meshInfoPath(dir), `${JSON.stringify(info)}\n`, { mode: 0o600 });
   const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
@@ -177,6 +186,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     await root.start();
   } catch (error) {
     standby?.close();
+    await shared?.close();
     await control.close();
     removeRunFiles(dir);
     throw error;
@@ -197,6 +207,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
       (stopping ??= (async () => {
         standby?.close();
         await root.stop();
+        await shared?.close();
         await control.close();
         await supervisorLog?.close();
         removeRunFiles(dir);
@@ -211,11 +222,12 @@ function instancesOf(
     dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
     standby: StandbyHost | undefined;
     token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
+    nats: MeshNatsSettings | undefined;
   },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, spec.pool);
-    ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name));
+    ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats));
     // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle (the
     // source under a Deno supervisor, with the Bun binary it found).
     const host = spec.runtime === "deno"
@@ -372,14 +384,16 @@ function parseStartupReport(line: string): StartupReport | undefined {
   }
 }
 
-function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName: string): RegistryEntry {
+function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName: string, nats: MeshNatsSettings | undefined): RegistryEntry {
   const address = actorAddress(spec.actor, instance, spec.pool);
   return {
     name: spec.actor,
     instance,
     address,
-    id: stableAgentId(address, meshName, hostname()),
-    socket: actorSocketPath(dir, spec.actor, instance, spec.pool),
+    id: stableAgentId(address, meshName, nats?.host ?? hostname()),
+    // Over NATS an instance is reached at its address's subject, from any host (docs/nats.md).
+    socket: nats ? `nats:${address}` : actorSocketPath(dir, spec.actor, instance, spec.pool),
+    ...(nats && { host: nats.host }),
     capabilities: [...spec.capabilities],
     subscriptions: [...spec.subscribe],
     health: "starting",
@@ -410,7 +424,7 @@ function withFileAllowLists(gateway: GatewayOptions, meshFile: MeshFile): Gatewa
 /** The gateway as a supervised child: its own process, restarted like an actor. */
 function gatewayChild(
   gateway: GatewayOptions,
-  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[] },
+  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; nats: MeshNatsSettings | undefined; options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[] },
 ): SupervisedChild {
   // On the supervisor's runtime; on Deno with what an actor host may do (it reads the package,
   // writes its socket and logs in the mesh dir, listens and dials), and nothing more. Without
@@ -468,12 +482,42 @@ function memberProcess(
  * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
  * whatever a member's own variables say).
  */
-function meshEnv(ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[] }, hiding = true): Record<string, string | undefined> {
+function meshEnv(ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[]; nats?: MeshNatsSettings | undefined }, hiding = true): Record<string, string | undefined> {
   return {
     ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
     ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+    ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
     ...(!ctx.events && { HERMES_EVENTS: "0" }),
     HERMES_SCHEDULER: ctx.scheduler,
+  };
+}
+
+/** Connects to the mesh's NATS servers and shares the registry there; loaded only for a mesh over NATS. */
+async function shareRegistry(nats: MeshNatsSettings, registry: SupervisorRegistry, log: Logger): Promise<{ close(): Promise<void> }> {
+  const { connectNats } = await import("../../mesh/nats-transport.ts");
+  const { startNatsRegistry } = await import("./nats-registry.ts");
+  const connection = await connectNats(nats, `hermes-mesh supervisor ${nats.host}`);
+  try {
+    const bridge = await startNatsRegistry({ connection, mesh: nats.mesh, host: nats.host, registry, replicas: nats.replicas, log });
+    return {
+      async close() {
+        await bridge.close();
+        await connection.drain().catch(() => {});
+      },
+    };
+  } catch (error) {
+    await connection.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** The NATS settings members get, when the mesh runs over NATS (mesh.transport: nats). */
+function natsSettingsOf(meshFile: MeshFile): MeshNatsSettings | undefined {
+  const n = meshFile.mesh.nats;
+  if (meshFile.mesh.transport !== "nats" || !n) return undefined;
+  return {
+    servers: n.servers, mesh: meshFile.mesh.name, host: n.host ?? hostname(), replicas: n.replicas,
+    ...(n.user_env && { user_env: n.user_env }), ...(n.pass_env && { pass_env: n.pass_env }), ...(n.token_env && { token_env: n.token_env }), ...(n.tls && { tls: n.tls }),
   };
 }
 

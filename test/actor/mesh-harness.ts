@@ -1,4 +1,5 @@
 /** Starts a real mesh (real actor processes) from YAML text for a test, and always stops it. */
+import { expect } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connectMesh, type MeshClient } from "../../src/actor/connect-mesh.ts";
@@ -80,4 +81,25 @@ export async function stopMeshForGood(mesh: RunningMesh): Promise<void> {
       // Already gone, as it should be.
     }
   }
+}
+
+/**
+ * Load for the kill tests: requests `{ key: 0 … total-1 }` to `target` in batches of `batch`
+ * at once; `answered()` counts the answers so far, `done` resolves when every one is answered.
+ */
+export function requestKeys(client: MeshClient, target: string, total: number, batch: number): { answered: () => number; done: Promise<void> } {
+  let answered = 0;
+  const done = (async () => {
+    for (let from = 0; from < total; from += batch) {
+      await Promise.all(Array.from({ length: Math.min(batch, total - from) }, (_, i) => client.request(target, { key: from + i }, { timeoutMs: 60_000 }).then(() => answered++)));
+    }
+  })();
+  return { answered: () => answered, done };
+}
+
+/** Checks that the ledger actor `target` (test/fixtures/actors/ledger.ts) handled each key 0 … total-1 exactly once. */
+export async function expectHandledOnce(client: MeshClient, target: string, total: number): Promise<void> {
+  const counts = (await client.request(target, { op: "counts" }, { timeoutMs: 20_000 })).payload as Record<string, number>;
+  expect(Object.keys(counts).map(Number).sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+  expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
 }

@@ -159,7 +159,8 @@ async function bunSocketRelay(target: Address, at: Address): Promise<Relay> {
 let relays = 0;
 let sockets = 0;
 
-const unix: TransportUnderTest = {
+// `satisfies`: the codec cases below use the Connection their dials return.
+const unix = {
   listenAddress: (dir) => `unix:${join(dir, `r${++sockets}.sock`)}`,
   spawnReceiver,
   dial: (address, options) => dial(parseAddress(address), options),
@@ -167,9 +168,9 @@ const unix: TransportUnderTest = {
     startSender,
     relay: (address, dir) => bunSocketRelay(parseAddress(address), { path: join(dir, `relay${++relays}.sock`) }),
   },
-};
+} satisfies TransportUnderTest;
 
-const tcp: TransportUnderTest = {
+const tcp = {
   listenAddress: () => "tcp://127.0.0.1:0",
   spawnReceiver,
   dial: (address, options) => dial(parseAddress(address), options),
@@ -177,7 +178,7 @@ const tcp: TransportUnderTest = {
     startSender,
     relay: (address, dir) => bunSocketRelay(parseAddress(address), { host: "127.0.0.1", port: 0 }),
   },
-};
+} satisfies TransportUnderTest;
 
 describeTransportConformance("transport over unix", unix);
 describeTransportConformance("transport over tcp", tcp);

@@ -39,7 +39,7 @@ describe("valid mesh files", () => {
   test("defaults are filled in and paths come back absolute", () => {
     using dir = meshDir();
     const mesh = parseMeshFile(`mesh:\n  name: demo\n  dir: ./run\nsupervisor:\n  children:\n    - actor: echo\n      module: ./echo.ts\n`, join(dir.path, "mesh.yaml"));
-    expect(mesh.mesh).toEqual({ name: "demo", dir: join(dir.path, "run"), heartbeat_ms: 1000, events: true, scheduler: "least_loaded", runtime: "bun" });
+    expect(mesh.mesh).toEqual({ name: "demo", dir: join(dir.path, "run"), heartbeat_ms: 1000, events: true, scheduler: "least_loaded", runtime: "bun", transport: "unix" });
     expect(mesh.gateway).toBeUndefined();
     expect(mesh.supervisor).toEqual({
       strategy: "one_for_one", intensity: 1, period_ms: 5000,

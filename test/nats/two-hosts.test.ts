@@ -1,0 +1,72 @@
+/**
+ * One mesh across hosts over NATS JetStream (issue 15), two hosts simulated as two meshes of
+ * the same name, each with its own supervisor, directory and actors, on one real nats-server:
+ * routing by name, capability and topic from one host to the other, `ps` naming each member's
+ * host, and a durable actor on host A killed with SIGKILL under load from host B losing nothing
+ * and handling nothing twice.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { expectHandledOnce, requestKeys, startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
+import { waitFor } from "../helpers.ts";
+import { startNatsServers, type NatsServers } from "./nats-server.ts";
+
+let nats: NatsServers;
+beforeAll(async () => {
+  nats = await startNatsServers();
+});
+afterAll(async () => {
+  await nats?.[Symbol.asyncDispose]();
+});
+
+/** A host of mesh `name`: its own supervisor and directory, its actors, the shared NATS server. */
+function host(name: string, host: string, children: string): Promise<TestMesh> {
+  return startTestMesh(`
+mesh: { name: ${name}, transport: nats, nats: { servers: ["${nats.urls[0]}"], host: ${host} } }
+supervisor:
+  intensity: 100
+  period_ms: 5000
+  backoff: { initial_ms: 1, max_ms: 20 }
+  children:
+${children}
+`);
+}
+
+const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+
+describe("one mesh on two hosts over NATS", () => {
+  test("name, capability and topic routing cross hosts, and each host sees the other's members", async () => {
+    const name = unique("shop");
+    await using a = await host(name, "host-a", `    - { actor: echo, module: "{ACTORS}/echo.ts", subscribe: ["orders.#"] }\n    - { actor: who, module: "{FIXTURES}/runtime-info.ts" }`);
+    await using b = await host(name, "host-b", `    - { actor: local, module: "{ACTORS}/echo.ts" }`);
+    // Host B learns host A's members through the shared registry.
+    await waitFor(() => b.mesh.registry.byAddress("echo")?.health === "healthy" && b.mesh.registry.byAddress("who")?.health === "healthy", "host A's actors seen on host B", 15_000);
+    expect(b.mesh.registry.byAddress("echo")!.host).toBe("host-a");
+    expect(a.mesh.registry.byAddress("local")!.host).toBe("host-b");
+    const client = await b.client();
+    expect((await client.request("echo", { hello: "from b" }, { timeoutMs: 10_000 })).payload).toEqual({ hello: "from b" });
+    const byCapability = (await client.request({ capability: "who" }, {}, { timeoutMs: 10_000 })).payload as { address: string; pid: number };
+    expect(byCapability.address).toBe("who");
+    expect(byCapability.pid).toBe(a.pid("who"));
+    // A topic published on B reaches the subscriber on A.
+    for (let i = 0; i < 10; i++) client.publish("orders.new", { i });
+    await waitFor(async () => (await client.request("echo", { op: "count" }, { timeoutMs: 10_000 })).payload.events === 10, "10 events at host A's echo", 15_000);
+  }, 90_000);
+
+  test("a durable actor on host A killed with SIGKILL under load from host B handles every request once", async () => {
+    const name = unique("ledger");
+    await using a = await host(name, "host-a", `    - { actor: ledger, module: "{FIXTURES}/ledger.ts" }`);
+    await using b = await host(name, "host-b", `    - { actor: local, module: "{ACTORS}/echo.ts" }`);
+    await waitFor(() => b.mesh.registry.byAddress("ledger")?.health === "healthy", "the ledger seen on host B", 15_000);
+    const client = await b.client();
+    const total = 400;
+    const load = requestKeys(client, "ledger", total, 50);
+    for (const threshold of [50, 200]) {
+      await waitFor(() => load.answered() >= threshold && a.mesh.registry.byAddress("ledger")?.health === "healthy", `progress ${threshold} with the ledger up`, 30_000);
+      process.kill(a.pid("ledger"), "SIGKILL");
+      await waitFor(() => a.mesh.registry.byAddress("ledger")?.health !== "healthy", "the ledger seen down", 10_000);
+    }
+    await load.done;
+    expect(load.answered()).toBe(total);
+    await expectHandledOnce(client, "ledger", total);
+  }, 120_000);
+});
