@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { codecScenario } from "./codec.bench.ts";
 import { denoScenario } from "./deno.bench.ts";
+import { natsScenario } from "./nats.bench.ts";
 import { footprintScenario } from "./footprint.bench.ts";
 import { gatewayScenario } from "./gateway-load.ts";
 import { hopScenario } from "./hop.bench.ts";
@@ -23,7 +24,7 @@ import { pingpongScenario } from "./pingpong.bench.ts";
 import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
-const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario, denoScenario];
+const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario, denoScenario, natsScenario];
 
 /** Measured seconds and rounds per scenario: [full, quick]. */
 const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
@@ -44,6 +45,8 @@ const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, num
   gateway: { seconds: [30, 3], rounds: [1, 1] },
   // deno: split over the hop rounds (a quarter), the stream bursts and the idle wait
   deno: { seconds: [8, 2], rounds: [4, 2] },
+  // nats: rounds of round-trip batches and event bursts (their sizes are fixed; seconds unused)
+  nats: { seconds: [8, 2], rounds: [4, 2] },
 };
 
 const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]

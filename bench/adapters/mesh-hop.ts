@@ -15,8 +15,8 @@ import { processMemory } from "../lib/proc-memory.ts";
 import type { OpenLoopPeer, OpenLoopSession, PeerEnv, SampledRoundTripPeer } from "./types.ts";
 
 /** The mesh: pinger first (children start in order), then the echo it calls. */
-export function hopMeshYaml(name: string, runtime: "bun" | "deno" = "bun"): string {
-  return `mesh: { name: ${name}, events: ${process.env.HM_BENCH_EVENTS === "0" ? "false" : "true"}, runtime: ${runtime} }
+export function hopMeshYaml(name: string, runtime: "bun" | "deno" = "bun", meshSettings = ""): string {
+  return `mesh: { name: ${name}, events: ${process.env.HM_BENCH_EVENTS === "0" ? "false" : "true"}, runtime: ${runtime}${meshSettings} }
 supervisor:
   children:
     - { actor: pinger, module: "{BENCH_ACTORS}/pinger.ts" }
@@ -28,8 +28,8 @@ supervisor:
 const BATCH_TIMEOUT_MS = 120_000;
 
 /** The hop mesh on its placement: both actors on cpu 0, the echo moved to the child cpu for cross core; checked in /proc. */
-async function openHopMesh(placement: Placement, runtime: "bun" | "deno" = "bun"): Promise<{ mesh: BenchMesh; client: MeshClient }> {
-  const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}-${Math.random().toString(36).slice(2, 6)}`, runtime));
+async function openHopMesh(placement: Placement, runtime: "bun" | "deno" = "bun", meshSettings = ""): Promise<{ mesh: BenchMesh; client: MeshClient }> {
+  const mesh = await startBenchMesh(hopMeshYaml(`hop-${slug(placement)}-${Math.random().toString(36).slice(2, 6)}`, runtime, meshSettings));
   try {
     if (placement.childCpu !== undefined && placement.childCpu !== 0) {
       if (!pinProcess(mesh.pid("echo"), placement)) throw new Error(`could not pin the echo actor to cpu ${placement.childCpu}`);
@@ -50,12 +50,15 @@ async function openHopMesh(placement: Placement, runtime: "bun" | "deno" = "bun"
 
 export const meshHop: SampledRoundTripPeer = meshHopOn("bun");
 
-/** The actor hop with both actors on `runtime` (the deno scenario compares the two). */
-export function meshHopOn(runtime: "bun" | "deno"): SampledRoundTripPeer {
+/**
+ * The actor hop with both actors on `runtime` (the deno scenario compares the two), or with
+ * `meshSettings` added to the mesh line (the nats scenario's `, transport: nats, …`).
+ */
+export function meshHopOn(runtime: "bun" | "deno", meshSettings = "", name = runtime === "bun" ? "actor hop" : "actor hop, Deno"): SampledRoundTripPeer {
   return {
-  name: runtime === "bun" ? "actor hop" : "actor hop, Deno",
+  name,
   async open({ placement }: PeerEnv) {
-    const { mesh, client } = await openHopMesh(placement, runtime);
+    const { mesh, client } = await openHopMesh(placement, runtime, meshSettings);
     try {
       const rss = () => ({ pinger: processMemory(mesh.pid("pinger")).rss, echo: processMemory(mesh.pid("echo")).rss });
       const before = rss();

@@ -17,7 +17,7 @@ import { PAYLOAD_128 } from "../lib/payload.ts";
 import { pinProcess } from "../lib/placement.ts";
 import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
 
-const SINK_YAML = (name: string, runtime = "bun") => `mesh: { name: ${name}, events: false, runtime: ${runtime} }
+const SINK_YAML = (name: string, runtime = "bun", meshSettings = "") => `mesh: { name: ${name}, events: false, runtime: ${runtime}${meshSettings} }
 supervisor:
   children:
     - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
@@ -50,12 +50,12 @@ async function countAtSink(client: MeshClient): Promise<number> {
 /** Events client → actor, every one handled (and acknowledged) before the burst counts as done. */
 export const meshEvents: StreamPeer = meshEventsOn("bun");
 
-/** The same with the sink actor on `runtime` (the deno scenario compares the two). */
-export function meshEventsOn(runtime: "bun" | "deno"): StreamPeer {
+/** The same with the sink actor on `runtime` (the deno scenario), or with `meshSettings` on the mesh line (the nats scenario). */
+export function meshEventsOn(runtime: "bun" | "deno", meshSettings = "", name = runtime === "bun" ? "actor path events" : "actor path events, Deno sink"): StreamPeer {
   return {
-  name: runtime === "bun" ? "actor path events" : "actor path events, Deno sink",
+  name,
   async open(env) {
-    const { mesh, client } = await openSink(env, "events", (name) => SINK_YAML(name, runtime));
+    const { mesh, client } = await openSink(env, "events", (mesh) => SINK_YAML(mesh, runtime, meshSettings));
     let expected = await countAtSink(client);
     const session: StreamSession = {
       frameBytes: 0,

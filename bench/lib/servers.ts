@@ -75,6 +75,12 @@ const NATS: ServerKind = {
   ready: /Server is ready/,
 };
 
+const NATS_JETSTREAM: ServerKind = {
+  ...NATS,
+  // JetStream on, storing in the session's directory: what a mesh over NATS needs (docs/nats.md).
+  args: (port, dir) => ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir],
+};
+
 const REDIS: ServerKind = {
   ...REDIS_SERVER,
   scheme: "redis",
@@ -90,8 +96,8 @@ const REDIS: ServerKind = {
  * await using server = await startNatsServer(SAME_CORE, dir);
  * const nc = await connect({ servers: server.url });
  */
-export function startNatsServer(placement: Placement, dir: string): Promise<Server> {
-  return startServer(NATS, placement, dir);
+export function startNatsServer(placement: Placement, dir: string, options: { jetstream?: boolean } = {}): Promise<Server> {
+  return startServer(options.jetstream ? NATS_JETSTREAM : NATS, placement, dir);
 }
 
 /** Starts a redis-server without persistence on a free loopback port. */
