@@ -329,7 +329,8 @@ class Inbox {
 
   async #consume(): Promise<ConsumerMessages> {
     const consumer = await this.#transport.js.consumers.get(this.#transport.stream, addressToken(this.address));
-    const messages = await consumer.consume({ max_messages: Math.min(this.#window, 512), callback: (msg) => this.#arrive(msg) });
+    // Pulls expire every 5 s (heartbeats at 2.5): a pull lost with a cluster's consumer leader is noticed in seconds, not 30.
+    const messages = await consumer.consume({ max_messages: Math.min(this.#window, 512), expires: 5000, callback: (msg) => this.#arrive(msg) });
     this.#sweep ??= setInterval(() => this.#touch(), Math.max(100, this.#transport.options.ackWaitMs / 2));
     (this.#sweep as { unref?: () => void }).unref?.();
     return messages;
