@@ -55,8 +55,14 @@ export class ControlClient {
    * An actor instance introduces itself with the one-time secret the supervisor spawned it with
    * (a wrong one is code 5); the registry snapshot comes back.
    */
-  async register(secret: string, declared: { capabilities: readonly string[]; subscriptions: readonly string[] }): Promise<{ heartbeatMs: number }> {
-    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, secret, pid: process.pid, ...declared });
+  async register(
+    secret: string | undefined,
+    declared: { capabilities: readonly string[]; subscriptions: readonly string[] },
+    external?: { socket?: string; graceMs?: number },
+  ): Promise<{ heartbeatMs: number }> {
+    // An external actor (outside the tree) proves itself with the mesh token of this connection, not a secret.
+    const how = external ? { external: true, ...(external.socket && { socket: external.socket }), ...(external.graceMs !== undefined && { grace_ms: external.graceMs }) } : { secret };
+    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, ...how, pid: process.pid, ...declared });
     this.#applySnapshot(reply.entries as RegistryEntry[]);
     return { heartbeatMs: Number(reply.heartbeat_ms) || 1000 };
   }

@@ -4,7 +4,7 @@ import { createEvent, type Envelope, type Payload } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { stableAgentId } from "./ids.ts";
 import type { Connection } from "./connection.ts";
-import { clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
+import { actorSocketPath, clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
 import type { RegistryEntry, Registry, RegistryUpdate } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { listen, type Listener } from "./socket-transport.ts";
@@ -38,6 +38,9 @@ export class ControlServer {
   #options: ControlServerOptions;
   #listener!: Listener;
   #members = new Map<string, Member>();
+  /** External actors that asked to be forgotten this long after they go, and their timers. */
+  #graceMs = new Map<string, number>();
+  #graceTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** The verified address of each control connection: every op acts on it, never on a payload's. */
   #addressOf = new WeakMap<RequestChannel, string>();
   /** One-time registration secrets of the children the supervisor is starting, by address. */
@@ -97,6 +100,7 @@ export class ControlServer {
     switch (p.op) {
       case ControlOp.REGISTER: {
         const address = String(p.address);
+        if (p.external === true) return this.#registerExternal(address, p, channel);
         const entry = registry.byAddress(address);
         if (!entry || entry.kind === "client") throw new HermesError(ErrorCode.UNROUTABLE, `${address} is not an actor of this mesh`, { target: address, known: registry.known() });
         this.#verifySpawnSecret(address, p.secret);
@@ -153,6 +157,38 @@ export class ControlServer {
       throw new HermesError(ErrorCode.AUTH_FAILED, `register as ${address} refused: it needs the one-time secret the supervisor gave the process it spawned`, { auth_method: "spawn_secret" });
     }
     this.#spawnSecrets.delete(address);
+  }
+
+  /**
+   * An actor from outside the tree (docs/actors.md, "External members"): the connection's mesh
+   * token is its proof (the hello checked it), never a spawn secret. It may take a name the tree
+   * does not own, once at a time; it listens where its address says (its socket in the mesh
+   * directory, or its NATS subject). Its pid is shown, never signalled.
+   */
+  #registerExternal(address: string, p: Payload, channel: RequestChannel): Payload {
+    const registry = this.#options.registry;
+    const refuse = (why: string) => {
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `external actor ${JSON.stringify(address)} refused: ${why}`, { reason: why, expected: "a name [a-z][a-z0-9_-]* that no actor of the tree and no live member has" });
+    };
+    if (!/^[a-z][a-z0-9_-]{0,63}$/.test(address)) refuse("it is not an actor name ([a-z][a-z0-9_-]*, at most 64)");
+    const entry = registry.byAddress(address);
+    if (entry && !entry.external) refuse(entry.kind === "client" ? "a client has that name" : "the supervisor tree owns that name");
+    if (this.#members.has(address)) refuse("an instance of it is registered already");
+    const sockets = [actorSocketPath(this.#options.dir, address, 0, 1), `nats:${address}`];
+    const socket = typeof p.socket === "string" && sockets.includes(p.socket) ? p.socket : sockets[0]!;
+    this.#bind(channel, address, "actor");
+    clearTimeout(this.#graceTimers.get(address));
+    this.#graceTimers.delete(address);
+    const grace = Number(p.grace_ms);
+    if (Number.isSafeInteger(grace) && grace > 0) this.#graceMs.set(address, grace);
+    registry.upsert({
+      name: address, instance: 0, address, id: stableAgentId(address, this.#options.meshName, hostname()), socket,
+      capabilities: stringList(p.capabilities), subscriptions: stringList(p.subscriptions), health: "starting", kind: "actor", external: true,
+      ...(Number.isSafeInteger(p.pid) && { pid: p.pid as number }),
+      restarts: entry ? entry.restarts + 1 : 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
+    });
+    this.#options.log.info("external actor registered", { actor: address, again: entry !== undefined });
+    return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };
   }
 
   /**
@@ -216,7 +252,25 @@ export class ControlServer {
       if (member.channel !== channel) continue;
       this.#members.delete(address);
       if (member.kind === "client") this.#options.registry.remove(address);
+      else if (this.#options.registry.byAddress(address)?.external) this.#externalGone(address);
     }
+  }
+
+  /**
+   * An external actor's connection ended: it is down, and what senders hold for it waits for
+   * its next registration (they redeliver then). With a grace period it is forgotten after it.
+   */
+  #externalGone(address: string): void {
+    const registry = this.#options.registry;
+    registry.patch(address, { health: "down", updatedAt: Date.now() });
+    const grace = this.#graceMs.get(address);
+    if (grace === undefined) return;
+    const timer = setTimeout(() => {
+      this.#graceTimers.delete(address);
+      if (!this.#members.has(address) && registry.byAddress(address)?.external) registry.remove(address);
+    }, grace);
+    (timer as { unref?: () => void }).unref?.();
+    this.#graceTimers.set(address, timer);
   }
 
   #heartbeatAge(address: string): number | null {

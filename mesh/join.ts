@@ -40,8 +40,13 @@ export interface JoinBase extends Pick<MeshNodeOptions, "onRequest" | "onEvent" 
 /** An actor instance the supervisor spawned: registers with its one-time secret and reports ready. */
 export interface ActorJoin extends JoinBase {
   kind: "actor";
-  /** The one-time registration secret it was spawned with (HERMES_SPAWN_SECRET); a wrong one is code 5. */
+  /** The one-time registration secret it was spawned with (HERMES_SPAWN_SECRET); a wrong one is code 5. Unused when external. */
   spawnSecret: string;
+  /**
+   * An actor started outside the supervisor tree (`hermes-mesh actor`): it registers with the
+   * mesh token instead, and `graceMs` after it goes the mesh forgets it (default: kept, down).
+   */
+  external?: { graceMs?: number };
   /** Capabilities its module declares, added to the mesh file's. */
   capabilities?: readonly string[];
   /**
@@ -147,10 +152,11 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
     if (nats) transport = await (await import("./nats-transport.ts")).natsTransportFor(nats, address);
     let heartbeatMs = 0;
     if (options.kind === "actor") {
+      const external = options.external && { ...options.external, ...(transport && { socket: `nats:${address}` }) };
       ({ heartbeatMs } = await control.register(options.spawnSecret, {
         capabilities: options.capabilities ?? [],
         subscriptions: options.subscriptions ?? [],
-      }));
+      }, external));
       // The supervisor decides where each instance listens: peers dial what its entry says.
       socketPath = registry.byAddress(address)?.socket;
       if (!socketPath) throw new HermesError(ErrorCode.INTERNAL, `the registry gives ${address} no socket to listen on`);

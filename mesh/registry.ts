@@ -40,6 +40,12 @@ export interface RegistryEntry {
    * mesh of one host. Entries of other hosts reach this one through NATS, not its control plane.
    */
   host?: string;
+  /**
+   * An actor started outside the supervisor tree (`hermes-mesh actor`, another container, another
+   * language): it registers with the mesh token, the supervisor never signals it, and when it
+   * goes its entry stays, down, until it registers again.
+   */
+  external?: boolean;
 }
 
 const entrySchema = (z: Zod) =>
@@ -59,6 +65,7 @@ const entrySchema = (z: Zod) =>
     updatedAt: z.number(),
     kind: z.enum(["actor", "client"]).optional(),
     host: z.string().min(1).optional(),
+    external: z.boolean().optional(),
   }) satisfies z.ZodType<RegistryEntry>;
 
 /** What a patch may change: anything but the address, which is the key. */
@@ -138,6 +145,7 @@ const ENTRY_FIELDS = new Map<string, { check: FieldCheck; optional?: true }>([
   ["updatedAt", { check: Number.isFinite }],
   ["kind", { check: (v) => KINDS.has(v), optional: true }],
   ["host", { check: nonEmpty, optional: true }],
+  ["external", { check: (v) => typeof v === "boolean", optional: true }],
 ]);
 const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.optional).length;
 

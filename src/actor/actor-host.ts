@@ -25,6 +25,8 @@ export interface ActorHostOptions {
   events?: boolean;
   /** A standby host's: when its assignment came (ms since the process started; see host-main.ts). */
   assignedAt?: number;
+  /** Started outside the supervisor tree (`hermes-mesh actor`): registers with the token; Ctrl-C stops it. */
+  external?: { graceMs?: number };
 }
 
 /** The argument that starts the host as a standby, waiting on stdin for a StandbyAssignment. */
@@ -100,6 +102,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
       dir: options.dir,
       address,
       spawnSecret,
+      ...(options.external && { external: options.external }),
       capabilities: definition.capabilities ?? [],
       subscriptions: definition.subscribe ?? [],
       ...(options.token !== undefined && { token: options.token }),
@@ -140,7 +143,9 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
     }
   };
   process.on("SIGTERM", () => void stop(0));
-  process.on("SIGINT", () => {});
+  // In the tree a Ctrl-C is the supervisor's to handle (it reaches the whole process group); an
+  // external actor has no supervisor to stop it.
+  process.on("SIGINT", () => (options.external ? void stop(0) : undefined));
   member.closed.then(() => {
     if (!stopping) log.warn("supervisor connection lost: exiting");
     void stop(1);

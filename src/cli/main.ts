@@ -20,6 +20,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "show a running mesh's actors: pids, health, restarts, queue depth",
     run: async (argv) => (await import("./ps.ts")).runPsCommand(argv),
   },
+  actor: {
+    usage: "actor <module> [--dir D] [--name N]",
+    summary: "run one actor outside the supervisor tree as a member of a running mesh (another container, its own restarts)",
+    run: async (argv) => (await import("./actor.ts")).runActorCommand(argv),
+  },
   send: {
     usage: "send <target> '<json>'|@file|- [--dir D]",
     summary: "send a request into a running mesh and print the answer",

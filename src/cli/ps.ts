@@ -34,11 +34,12 @@ export async function runPsCommand(argv: string[]): Promise<number> {
     console.log(`mesh ${mesh.name}  supervisor pid ${mesh.supervisor_pid}  up ${Math.round((Date.now() - mesh.started_at) / 1000)} s  dir ${mesh.dir}`);
     // A mesh across hosts (docs/nats.md) names each member's host; a pid is only meaningful there.
     const hosts = entries.some((e) => e.host !== undefined);
+    const kind = (e: RegistryEntry) => (e.external ? "external" : (e.kind ?? "actor"));
     const rows = entries.map((e) => [
-      e.address, ...(hosts ? [e.host ?? "-"] : []), String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
+      e.address, kind(e), ...(hosts ? [e.host ?? "-"] : []), String(e.pid ?? "-"), e.health, String(e.restarts), String(e.queueDepth), String(e.inFlight),
       String(e.dead_letters ?? 0), e.heartbeat_age_ms === null ? "-" : (e.heartbeat_age_ms / 1000).toFixed(1), e.capabilities.join(",") || "-",
     ]);
-    printTable(["ADDRESS", ...(hosts ? ["HOST"] : []), "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "DEAD-LETTERS", "HEARTBEAT-S", "CAPABILITIES"], rows);
+    printTable(["ADDRESS", "KIND", ...(hosts ? ["HOST"] : []), "PID", "HEALTH", "RESTARTS", "QUEUE", "IN-FLIGHT", "DEAD-LETTERS", "HEARTBEAT-S", "CAPABILITIES"], rows);
     return 0;
   } finally {
     await control.close();

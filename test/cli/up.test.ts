@@ -46,7 +46,7 @@ describe("hermes-mesh up", () => {
     expect(entries.every((e) => e.health === "healthy" && alive(e.pid))).toBe(true);
 
     const table = cli("ps", "--dir", run);
-    expect(table.out).toMatch(/ADDRESS\s+PID\s+HEALTH\s+RESTARTS\s+QUEUE/);
+    expect(table.out).toMatch(/ADDRESS\s+KIND\s+PID\s+HEALTH\s+RESTARTS\s+QUEUE/);
 
     const sent = cli("send", "solo", '{"text":"你好 🌍"}', "--dir", run);
     expect(sent).toMatchObject({ code: 0, out: '{"text":"你好 🌍"}\n' });

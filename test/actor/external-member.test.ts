@@ -1,0 +1,89 @@
+/**
+ * External members (issue 16): an actor started outside the supervisor tree with
+ * `hermes-mesh actor`, as another container would, registers with the mesh token, is routed to
+ * like any actor and shown as external; killed with SIGKILL it is down, not restarted or
+ * signalled by the supervisor, and requests sent meanwhile are answered once it is started
+ * again; it may not take a name the tree owns, and a wrong token is code 5 naming the variable.
+ */
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { startTestMesh, FIXTURE_ACTORS } from "./mesh-harness.ts";
+import { BUN, waitFor } from "../helpers.ts";
+import { connectMesh } from "../../src/actor/connect-mesh.ts";
+
+const CLI = join(import.meta.dir, "../../src/cli/main.ts");
+const TOKEN = "external-secret";
+
+const MESH = `
+mesh: { name: external, token_env: HM_EXTERNAL_TOKEN }
+supervisor:
+  children:
+    - { actor: echo, module: "{ACTORS}/echo.ts" }
+`;
+
+/** `hermes-mesh actor …` as a process of its own; its output kept for failures. */
+function externalActor(args: string[], env: Record<string, string>) {
+  const proc = Bun.spawn([BUN, CLI, "actor", ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => out + err);
+  return {
+    proc,
+    output,
+    async [Symbol.asyncDispose]() {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    },
+  };
+}
+
+describe("an actor started outside the tree", () => {
+  test("joins with the token, is routed to and shown as external; after kill -9 and a new start, nothing is lost", async () => {
+    process.env.HM_EXTERNAL_TOKEN = TOKEN;
+    await using t = await startTestMesh(MESH);
+    const client = await connectMesh({ dir: t.dir, name: "test", token: TOKEN });
+    try {
+    const args = [join(FIXTURE_ACTORS, "runtime-info.ts"), "--dir", t.dir, "--name", "outside"];
+    const env = { HERMES_MESH_TOKEN: TOKEN };
+    {
+      await using first = externalActor(args, env);
+      await waitFor(() => t.mesh.registry.byAddress("outside")?.health === "healthy", "the external actor healthy", 20_000);
+      const entry = t.mesh.registry.byAddress("outside")!;
+      expect(entry).toMatchObject({ external: true, kind: "actor", pid: first.proc.pid });
+      expect((await client.request("outside", {}, { timeoutMs: 10_000 })).payload).toMatchObject({ address: "outside", pid: first.proc.pid });
+      // By capability too: it declares "who" in its module.
+      expect((await client.request({ capability: "who" }, {}, { timeoutMs: 10_000 })).payload.address).toBe("outside");
+      // Spawned, not spawnSync: the supervisor answering ps runs in this process.
+      const ps = Bun.spawn([BUN, CLI, "ps", "--dir", t.dir], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+      expect((await new Response(ps.stdout).text()) + (await new Response(ps.stderr).text())).toMatch(/outside\s+external\s+\d+\s+healthy/);
+      first.proc.kill("SIGKILL");
+      await first.proc.exited;
+    }
+    await waitFor(() => t.mesh.registry.byAddress("outside")?.health === "down", "the external actor seen down", 10_000);
+    // Sent while it is down: held by the sender, delivered when it is back.
+    const waiting = Array.from({ length: 20 }, (_, i) => client.request("outside", { i }, { timeoutMs: 30_000 }));
+    await using second = externalActor(args, env);
+    const answers = await Promise.all(waiting);
+    expect(answers.every((a) => a.payload.pid === second.proc.pid)).toBe(true);
+    // The supervisor neither restarted nor signalled it: the tree's own actor is untouched.
+    expect(t.mesh.registry.byAddress("echo")!.restarts).toBe(0);
+    expect(t.mesh.registry.byAddress("outside")!.restarts).toBe(1);
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
+
+  test("a name the tree owns is refused; a wrong token is code 5 naming the variable", async () => {
+    process.env.HM_EXTERNAL_TOKEN = TOKEN;
+    await using t = await startTestMesh(MESH);
+    const module = join(FIXTURE_ACTORS, "runtime-info.ts");
+    await using owned = externalActor([module, "--dir", t.dir, "--name", "echo"], { HERMES_MESH_TOKEN: TOKEN });
+    expect(await owned.proc.exited).not.toBe(0);
+    expect(await owned.output).toContain("the supervisor tree owns that name");
+    await using wrong = externalActor([module, "--dir", t.dir, "--name", "intruder"], { HERMES_MESH_TOKEN: "not-it" });
+    expect(await wrong.proc.exited).not.toBe(0);
+    const said = await wrong.output;
+    expect(said).toContain("error 5 AUTH_FAILED");
+    expect(said).toContain("HM_EXTERNAL_TOKEN");
+    expect(t.mesh.registry.byAddress("intruder")).toBeUndefined();
+    expect(t.mesh.registry.byAddress("echo")!.external).toBeUndefined();
+  }, 60_000);
+});
