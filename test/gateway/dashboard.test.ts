@@ -222,6 +222,8 @@ describe("dashboard in headless Chromium", () => {
     page.on("pageerror", (error) => pageErrors.push(error.message));
     await page.goto(`${url}/`, { timeout: WAIT_MS });
     await page.waitForFunction(() => document.getElementById("status")?.textContent?.startsWith("live"), undefined, { timeout: WAIT_MS });
+    // "live" comes with the first status poll; the history (dead letters) with its own first answer.
+    await page.waitForFunction(() => document.querySelector("#dead-letters tbody")?.textContent !== "no data yet", undefined, { timeout: WAIT_MS });
     expect(await page.locator("#dead-letters tbody").textContent()).toBe("no dead letters");
 
     // Every delivery kills the crasher: after 10 attempts the gateway gives up, answers code 10 and keeps the dead letter.
