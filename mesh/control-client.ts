@@ -37,7 +37,11 @@ export class ControlClient {
     };
   }
 
-  /** Connects to `<dir>/supervisor.sock`. Rejects with code 10 when no mesh runs there. */
+  /**
+   * Connects to `<dir>/supervisor.sock`. Rejects with code 10 when no mesh runs there, and with
+   * code 5 (`auth_method: "unix_permissions"`) when this user may not reach it: the message
+   * names the owner, group and mode that refused, and `mesh.socket_group` (mesh/socket-access.ts).
+   */
   static async connect(options: ControlClientOptions): Promise<ControlClient> {
     const connection = await dial({ path: controlSocketPath(options.dir) }, {
       node: options.address,

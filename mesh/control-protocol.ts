@@ -25,6 +25,11 @@ export interface MeshInfo {
   started_at: number;
   /** Present when the mesh runs over NATS JetStream: how its members reach the servers. */
   nats?: MeshNatsSettings;
+  /**
+   * Present when the mesh is shared with a group (`mesh.socket_group`): its numeric gid. A
+   * listening client makes its socket in `clients/` 0660 with it (mesh/socket-access.ts).
+   */
+  socket_group?: number;
 }
 
 /**
@@ -59,7 +64,12 @@ export function actorSocketPath(dir: string, name: string, instance: number, poo
 
 /** Where a joined client listens, when it listens: `<dir>/clients/<address>.sock`. */
 export function clientSocketPath(dir: string, address: string): string {
-  return join(dir, "clients", `${address}.sock`);
+  return join(clientsDir(dir), `${address}.sock`);
+}
+
+/** The directory of a mesh's listening clients: `<dir>/clients`. */
+export function clientsDir(dir: string): string {
+  return join(dir, "clients");
 }
 
 /** An instance's address: its name, or `name#i` in a pool. */

@@ -1,6 +1,7 @@
 import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import { ErrorCode, HermesError } from "./errors.ts";
+import { AccessMode, connectRefused, isPermissionError, setAccess, socketGroupFor } from "./socket-access.ts";
 import { Buffer } from "node:buffer";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { Connection, type ByteStream } from "./connection.ts";
@@ -36,7 +37,7 @@ export function formatAddress(address: Address): string {
  */
 export async function prepareSocketPath(path: string): Promise<void> {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: AccessMode.PRIVATE_DIR });
   if (!statSync(dir).isDirectory()) throw new HermesError(ErrorCode.INVALID_REQUEST, `${dir} is not a directory`);
   let stat;
   try {
@@ -47,7 +48,12 @@ export async function prepareSocketPath(path: string): Promise<void> {
   if (!stat.isSocket()) {
     throw new HermesError(ErrorCode.UNAVAILABLE, `${path} exists and is not a socket; refusing to replace it`, { path });
   }
-  if (await socketAnswers(path)) {
+  const answers = await socketAnswers(path);
+  if (answers === "refused") {
+    // Somebody else's socket (another user's, in a shared clients/ directory): never ours to replace.
+    throw new HermesError(ErrorCode.UNAVAILABLE, `${path} is a socket this process may not connect to (another user's); refusing to replace it`, { path });
+  }
+  if (answers) {
     throw new HermesError(ErrorCode.UNAVAILABLE, `${path} is in use by a live process`, { path, retry_after_ms: 1000 });
   }
   unlinkSync(path);
@@ -72,11 +78,26 @@ export function withPrivateUmask<T>(path: string, bind: () => T): T {
   } finally {
     if (previous !== undefined) process.umask(previous);
     try {
-      chmodSync(path, 0o600);
+      chmodSync(path, AccessMode.PRIVATE_FILE);
     } catch {
       // The listener failed to bind; its error is the one worth reporting.
     }
   }
+}
+
+/**
+ * Gives a bound socket file its final mode: 0600, or 0660 with the group when the socket is for
+ * one (`mesh.socket_group`; by default the group {@link socketGroupFor} finds for the path).
+ * Bound private first (withPrivateUmask), it is opened to the group only once the group is set.
+ *
+ * @example
+ * await prepareSocketPath(path);
+ * const server = withPrivateUmask(path, () => Bun.serve({ unix: path, fetch }));
+ * setSocketMode(path);
+ */
+export function setSocketMode(path: string, group: number | undefined = socketGroupFor(path)): void {
+  if (group === undefined) setAccess(path, AccessMode.PRIVATE_FILE);
+  else setAccess(path, AccessMode.SHARED_SOCKET, group);
 }
 
 /** Removes a socket file we created, ignoring one that is already gone. */
@@ -88,13 +109,14 @@ export function removeSocketFile(path: string): void {
   }
 }
 
-async function socketAnswers(path: string): Promise<boolean> {
+/** Whether a live process answers at `path`, or "refused" when this process may not connect there. */
+async function socketAnswers(path: string): Promise<boolean | "refused"> {
   try {
     const stream = await socketRuntime().connect({ path }, () => ({ handleData() {}, handleDrain() {}, handleClose() {} }));
     stream.end();
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    return isPermissionError(error) ? "refused" : false;
   }
 }
 
@@ -245,6 +267,11 @@ export interface ListenOptions extends ConnectionOptions {
   onConnection: (connection: Connection) => void;
   /** Refuse connections beyond this many at once. Default 4096. */
   maxConnections?: number;
+  /**
+   * The gid a Unix socket is shared with (mode 0660), or null for a private one (0600).
+   * Default: the group {@link socketGroupFor} finds for its path (`mesh.socket_group`).
+   */
+  socketGroup?: number | null;
 }
 
 /**
@@ -289,7 +316,10 @@ export class Listener {
 }
 
 
-/** Starts listening on a Unix socket path (made 0600, directory 0700, stale file replaced) or a TCP port. */
+/**
+ * Starts listening on a Unix socket path (made 0600, or 0660 with the mesh's socket group;
+ * directory 0700 when it is made here; stale file replaced) or a TCP port.
+ */
 export async function listen(address: Address, options: ListenOptions): Promise<Listener> {
   const maxConnections = options.maxConnections ?? 4096;
   const listener = new Listener(address);
@@ -307,10 +337,16 @@ export async function listen(address: Address, options: ListenOptions): Promise<
   };
   const sockets = socketRuntime();
   if ("path" in address) {
+    const group = options.socketGroup === undefined ? socketGroupFor(address.path) : (options.socketGroup ?? undefined);
     await prepareSocketPath(address.path);
     listener.bind(await withPrivateUmask(address.path, () => sockets.listen(address, onOpen)));
-    // node:net may finish binding after listen() returns: the mode is set again once it has.
-    chmodSync(address.path, 0o600);
+    // node:net may finish binding after listen() returns: the mode is set (again) once it has.
+    try {
+      setSocketMode(address.path, group);
+    } catch (error) {
+      await listener.close();
+      throw error;
+    }
   } else {
     listener.bind(await sockets.listen(address, onOpen));
   }
@@ -319,14 +355,20 @@ export async function listen(address: Address, options: ListenOptions): Promise<
 
 /**
  * Connects to a listener and completes the hello handshake. Rejects with code 10 when nothing
- * listens there, or with the peer's coded refusal (for example 5 for a wrong token).
+ * listens there, with code 5 (`auth_method: "unix_permissions"`) when the socket's or a
+ * directory's mode does not let this user connect (the message says whose it is, its mode,
+ * and which setting would allow it), or with the peer's coded refusal (5 for a wrong token).
  */
 export async function dial(address: Address, options: ConnectionOptions): Promise<Connection> {
   let connection: Connection | undefined;
   try {
     await socketRuntime().connect(address, (stream) => (connection = new Connection(stream, "dialer", options)));
   } catch (error) {
-    throw new HermesError(ErrorCode.UNAVAILABLE, `cannot connect to ${formatAddress(address)}: ${(error as Error).message}`, {
+    // Both adapters report errno codes (EACCES, ENOENT, ECONNREFUSED); Bun's message is only
+    // "Failed to connect", so the code is added where the message lacks it.
+    if ("path" in address && isPermissionError(error)) throw connectRefused(address.path, error);
+    const { message, code } = error as NodeJS.ErrnoException;
+    throw new HermesError(ErrorCode.UNAVAILABLE, `cannot connect to ${formatAddress(address)}: ${message}${code && !message.includes(code) ? ` (${code})` : ""}`, {
       retry_after_ms: 100,
     }, { cause: error });
   }

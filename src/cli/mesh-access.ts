@@ -65,7 +65,8 @@ export async function withAuthHint<T>(access: MeshAccess, connect: () => Promise
     return await connect();
   } catch (error) {
     const e = HermesError.from(error);
-    if (e.code !== ErrorCode.AUTH_FAILED) throw error;
+    // A Unix permission refusal (mesh.socket_group) says what to do itself: no token hint there.
+    if (e.code !== ErrorCode.AUTH_FAILED || e.fields.auth_method === "unix_permissions") throw error;
     throw new HermesError(ErrorCode.AUTH_FAILED, `${e.message}: ${access.authHint}`, e.fields);
   }
 }

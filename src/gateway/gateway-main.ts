@@ -12,7 +12,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { joinMesh } from "../../mesh/join.ts";
-import { prepareSocketPath, removeSocketFile, withPrivateUmask } from "../../mesh/socket-transport.ts";
+import { prepareSocketPath, removeSocketFile, setSocketMode, withPrivateUmask } from "../../mesh/socket-transport.ts";
 import { EventLog } from "../observability/event-log.ts";
 import { isLoopback } from "./access-policy.ts";
 import { createGatewayApp, type GatewayBindings } from "./gateway-app.ts";
@@ -109,6 +109,8 @@ async function main(): Promise<void> {
   const socket = join(dir, "gateway.sock");
   await prepareSocketPath(socket);
   const unix = withPrivateUmask(socket, () => serve(app, { unix: socket }));
+  // 0600, or 0660 with the group of a mesh shared with one (HERMES_SOCKET_GROUP).
+  setSocketMode(socket);
   console.log(`hermes-mesh:gateway http://${values.host}:${tcp.port} ${socket}`);
   console.log("hermes-mesh:ready");
 

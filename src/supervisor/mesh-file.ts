@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { validatePattern } from "../../mesh/topics.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { groupId } from "../../mesh/socket-access.ts";
 import { BUN_INSTALL_HINT, findBun } from "./bun-runtime.ts";
 import { THIS_RUNTIME } from "./runtime-binary.ts";
 import { DENO_INSTALL_HINT, findDeno } from "./deno-runtime.ts";
@@ -133,6 +134,22 @@ const NatsSettings = map({
   host: matching(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "a host name").optional(),
 });
 
+/**
+ * `mesh.socket_group`: the group that may reach the mesh's sockets besides its owner (docs/actors.md,
+ * "Sharing a mesh with other users"). A name (looked up in /etc/group when the file is loaded)
+ * or a numeric gid; what comes out is the gid.
+ */
+const SocketGroup = z
+  .union([intIn(0, 4_294_967_294), matching(/^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/, "a group name or a numeric gid")], expected("a group name or a numeric gid"))
+  .transform((group, ctx) => {
+    if (typeof group === "number") return group;
+    if (/^\d+$/.test(group)) return Number(group);
+    const gid = groupId(group);
+    if (gid !== undefined) return gid;
+    ctx.addIssue({ code: "custom", message: `no group named "${group}" in /etc/group (give a group from elsewhere, such as LDAP, by its numeric gid)` });
+    return z.NEVER;
+  });
+
 export const MeshFileSchema = map({
   mesh: map({
     name: matching(/^[a-z0-9-]+$/, "a mesh name matching [a-z0-9-]+"),
@@ -146,6 +163,8 @@ export const MeshFileSchema = map({
     // How members reach each other: Unix sockets on this host (the default), or NATS JetStream across hosts.
     transport: oneOf(["unix", "nats"]).default("unix"),
     nats: NatsSettings.optional(),
+    // Who besides the owner may connect: the members of this group (default: nobody).
+    socket_group: SocketGroup.optional(),
   }).refine((m) => m.transport !== "nats" || m.nats !== undefined, { message: "transport: nats needs a `nats` section with `servers`", path: ["nats"] }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),

@@ -2,7 +2,9 @@ import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
-import { actorAddress, actorSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } from "../../mesh/control-protocol.ts";
+import { actorAddress, actorSocketPath, clientsDir, controlSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } from "../../mesh/control-protocol.ts";
+import { AccessMode, setAccess, SOCKET_GROUP_ENV } from "../../mesh/socket-access.ts";
+import { setSocketMode } from "../../mesh/socket-transport.ts";
 import type { Registry, RegistryEntry } from "../../mesh/registry.ts";
 import type { Logger } from "../../mesh/logger.ts";
 import { stableAgentId } from "../../mesh/ids.ts";
@@ -96,7 +98,8 @@ export function defaultMeshDir(meshFile: MeshFile): string {
  */
 export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): Promise<RunningMesh> {
   const dir = options.dir ?? defaultMeshDir(meshFile);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const socketGroup = meshFile.mesh.socket_group;
+  prepareMeshDir(dir, socketGroup);
   const name = meshFile.mesh.name;
   const token = meshFile.mesh.token_env ? process.env[meshFile.mesh.token_env] : undefined;
   if (meshFile.mesh.token_env && !token) {
@@ -121,7 +124,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
   const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
   const nats = natsSettingsOf(meshFile);
-  const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats };
+  const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats, socketGroup };
   const standby = THIS_RUNTIME === "bun" && (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
     ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])
     : undefined;
@@ -141,6 +144,8 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   // Over NATS the registry is shared with the other hosts' supervisors (src/supervisor/nats-registry.ts).
   let shared: Awaited<ReturnType<typeof shareRegistry>> | undefined;
   try {
+    // Bound private by the control server: a mesh shared with a group opens it to the group.
+    setSocketMode(controlSocketPath(dir), socketGroup);
     shared = nats ? await shareRegistry(nats, registry, options.log) : undefined;
   } catch (error) {
     await control.close();
@@ -173,9 +178,16 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const rootSpec = build(meshFile.supervisor, "root");
   const gatewayOptions = options.gateway === undefined ? gatewayFromFile(meshFile) : options.gateway && withFileAllowLists(options.gateway, meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
-  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats, options, at: gatewayAt!, hidden: gatewayHidden }));
-  const info: MeshInfo = { name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now(), ...(nats && { nats }) };
-  writeFileSync(meshInfoPath(dir), `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, ...members, options, at: gatewayAt!, hidden: gatewayHidden }));
+  const info: MeshInfo = {
+    name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now(),
+    ...(nats && { nats }), ...(socketGroup !== undefined && { socket_group: socketGroup }),
+  };
+  // The group's clients read it (token_env, nats, socket_group); a file left by a previous run keeps
+  // its mode when rewritten, hence the explicit one.
+  const infoMode = socketGroup === undefined ? AccessMode.PRIVATE_FILE : AccessMode.SHARED_FILE;
+  writeFileSync(meshInfoPath(dir), `${JSON.stringify(info)}\n`, { mode: infoMode });
+  setAccess(meshInfoPath(dir), infoMode, socketGroup);
   const root = new Supervisor(rootSpec);
   root.onEvent(onEvent);
   const ended = Promise.withResolvers<string>();
@@ -222,7 +234,7 @@ function instancesOf(
     dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
     standby: StandbyHost | undefined;
     token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
-    nats: MeshNatsSettings | undefined;
+    nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
   },
 ): SupervisedChild[] {
   return Array.from({ length: spec.pool }, (_, instance) => {
@@ -424,7 +436,10 @@ function withFileAllowLists(gateway: GatewayOptions, meshFile: MeshFile): Gatewa
 /** The gateway as a supervised child: its own process, restarted like an actor. */
 function gatewayChild(
   gateway: GatewayOptions,
-  ctx: { dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; nats: MeshNatsSettings | undefined; options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[] },
+  ctx: {
+    dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
+    options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[];
+  },
 ): SupervisedChild {
   // On the supervisor's runtime; on Deno with what an actor host may do (it reads the package,
   // writes its socket and logs in the mesh dir, listens and dials), and nothing more. Without
@@ -462,7 +477,7 @@ function gatewayChild(
  * only once it prints the ready line, and called `name` in errors.
  */
 function memberProcess(
-  ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[] },
+  ctx: MeshSettings,
   output: (line: string) => void,
   env: Record<string, string> | (() => Record<string, string>),
   name: string,
@@ -477,19 +492,45 @@ function memberProcess(
   };
 }
 
+/** The mesh-wide settings members get in their environment, and the variables hidden from them. */
+interface MeshSettings {
+  token: string | undefined;
+  events: boolean;
+  scheduler: string;
+  hidden: string[];
+  nats?: MeshNatsSettings | undefined;
+  socketGroup?: number | undefined;
+}
+
 /**
  * The environment changes every member of the mesh gets: the mesh-wide settings, and the
  * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
  * whatever a member's own variables say).
  */
-function meshEnv(ctx: { token: string | undefined; events: boolean; scheduler: string; hidden: string[]; nats?: MeshNatsSettings | undefined }, hiding = true): Record<string, string | undefined> {
+function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string | undefined> {
   return {
     ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
     ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
     ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
     ...(!ctx.events && { HERMES_EVENTS: "0" }),
     HERMES_SCHEDULER: ctx.scheduler,
+    // The gid the member's sockets are for; never one inherited from this process's environment.
+    [SOCKET_GROUP_ENV]: ctx.socketGroup?.toString(),
   };
+}
+
+/**
+ * Creates the mesh directory (0700, as it always was) and, for a mesh shared with a group, gives
+ * it and its `clients/` directory that group and their shared modes (mesh/socket-access.ts). A
+ * group this user is not in fails here, saying so.
+ */
+function prepareMeshDir(dir: string, socketGroup: number | undefined): void {
+  mkdirSync(dir, { recursive: true, mode: AccessMode.PRIVATE_DIR });
+  if (socketGroup === undefined) return;
+  setAccess(dir, AccessMode.SHARED_DIR, socketGroup);
+  // Made here rather than by the first client to listen, which may be another user.
+  mkdirSync(clientsDir(dir), { recursive: true, mode: AccessMode.PRIVATE_DIR });
+  setAccess(clientsDir(dir), AccessMode.SHARED_CLIENTS_DIR, socketGroup);
 }
 
 /** Connects to the mesh's NATS servers and shares the registry there; loaded only for a mesh over NATS. */

@@ -160,7 +160,7 @@ describe("a mesh on Deno", () => {
     const entries = JSON.parse(ps.out).entries as Array<{ address: string; pid: number; health: string }>;
     expect(entries.find((e) => e.address === "echo")).toMatchObject({ pid: actorPid, health: "healthy" });
     expect(entries.map((e) => e.address)).toContain("gateway");
-    expect(denoCli(dir, "ps", "--dir", dir).out).toMatch(/^echo\s+\d+\s+healthy\s+0/m);
+    expect(denoCli(dir, "ps", "--dir", dir).out).toMatch(/^echo\s+actor\s+\d+\s+healthy\s+0/m);
     expect(denoCli(dir, "send", "echo", '{"text":"你好"}', "--dir", dir)).toMatchObject({ code: 0, out: '{"text":"你好"}\n' });
     const fromFile = join(tmp.path, "payload.json");
     writeFileSync(fromFile, '{"from":"file"}');

@@ -156,6 +156,21 @@ supervisor:
     expect(lines(error, dir.path)[0]).toMatch(/^mesh\.yaml:7:\d+: supervisor\.children\[0\]\.pool: expected an integer from 1 to 64, got an empty value$/);
   });
 
+  test("mesh.socket_group: a name is looked up in /etc/group, an unknown one fails where it is written", () => {
+    using dir = meshDir();
+    const file = (group: string) => `mesh:\n  name: demo\n  socket_group: ${group}\nsupervisor:\n  children: []\n`;
+    // Groups every Debian system has; a gid (number or digits) is taken as it is.
+    expect(parseMeshFile(file("root"), join(dir.path, "mesh.yaml")).mesh.socket_group).toBe(0);
+    expect(parseMeshFile(file("4242"), join(dir.path, "mesh.yaml")).mesh.socket_group).toBe(4242);
+    expect(parseMeshFile(file('"4242"'), join(dir.path, "mesh.yaml")).mesh.socket_group).toBe(4242);
+    expect(lines(problems(file("hm-no-such-group"), dir.path), dir.path)).toEqual([
+      'mesh.yaml:3:17: mesh.socket_group: no group named "hm-no-such-group" in /etc/group (give a group from elsewhere, such as LDAP, by its numeric gid)',
+    ]);
+    expect(lines(problems(file("[staff]"), dir.path), dir.path)).toEqual([
+      'mesh.yaml:3:17: mesh.socket_group: expected a group name or a numeric gid, got a list',
+    ]);
+  });
+
   test("backoff max_ms below initial_ms is refused", () => {
     using dir = meshDir();
     const error = problems("mesh: { name: d }\nsupervisor:\n  backoff: { initial_ms: 100, max_ms: 5 }\n  children: []\n", dir.path);
