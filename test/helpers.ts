@@ -101,3 +101,31 @@ export function rssKiB(pid: number): number {
 export function simulateWork(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** A process of a test whose whole output (stdout then stderr) is kept for its assertions; killed on dispose. */
+export interface OutputProcess extends AsyncDisposable {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** Everything it printed, once it has exited. */
+  output: Promise<string>;
+}
+
+/**
+ * Spawns `command` with `env` (the whole environment), keeping its output.
+ *
+ * @example
+ * await using actor = spawnWithOutput([BUN, CLI, "actor", module, "--dir", dir], { ...process.env, HERMES_MESH_TOKEN: token });
+ * expect(await actor.proc.exited).toBe(1);
+ * expect(await actor.output).toContain("error 5");
+ */
+export function spawnWithOutput(command: string[], env: Record<string, string | undefined>): OutputProcess {
+  const proc = Bun.spawn(command, { env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => out + err);
+  return {
+    proc,
+    output,
+    async [Symbol.asyncDispose]() {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    },
+  };
+}

@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { startTestMesh, FIXTURE_ACTORS } from "./mesh-harness.ts";
-import { BUN, waitFor } from "../helpers.ts";
+import { BUN, spawnWithOutput, waitFor, type OutputProcess } from "../helpers.ts";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 
 const CLI = join(import.meta.dir, "../../src/cli/main.ts");
@@ -21,18 +21,9 @@ supervisor:
     - { actor: echo, module: "{ACTORS}/echo.ts" }
 `;
 
-/** `hermes-mesh actor …` as a process of its own; its output kept for failures. */
-function externalActor(args: string[], env: Record<string, string>) {
-  const proc = Bun.spawn([BUN, CLI, "actor", ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => out + err);
-  return {
-    proc,
-    output,
-    async [Symbol.asyncDispose]() {
-      proc.kill("SIGKILL");
-      await proc.exited;
-    },
-  };
+/** `hermes-mesh actor …` as a process of its own, its output kept. */
+function externalActor(args: string[], env: Record<string, string>): OutputProcess {
+  return spawnWithOutput([BUN, CLI, "actor", ...args], { ...process.env, ...env });
 }
 
 describe("an actor started outside the tree", () => {
