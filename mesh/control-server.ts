@@ -65,6 +65,8 @@ export class ControlServer {
       node: SUPERVISOR_ADDRESS,
       ...(options.token !== undefined && { requireToken: options.token }),
       onConnection: (connection) => server.#accept(connection),
+      // A member whose hello does not match (protocol version, token) is told why; so is this log.
+      onRefused: (error) => error.code !== ErrorCode.UNAVAILABLE && options.log.warn("a member's hello was refused", { code: error.code, error: error.message, ...error.fields }),
     });
     return server;
   }

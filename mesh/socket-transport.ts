@@ -267,6 +267,8 @@ export interface ListenOptions extends ConnectionOptions {
   onConnection: (connection: Connection) => void;
   /** Refuse connections beyond this many at once. Default 4096. */
   maxConnections?: number;
+  /** Called when a peer's hello is refused (wrong protocol version, token, codecs): the refused side's log says why too. */
+  onRefused?: (error: HermesError) => void;
   /**
    * The gid a Unix socket is shared with (mode 0660), or null for a private one (0600).
    * Default: the group {@link socketGroupFor} finds for its path (`mesh.socket_group`).
@@ -332,7 +334,7 @@ export async function listen(address: Address, options: ListenOptions): Promise<
     }
     listener.connections.add(connection);
     connection.closed.then(() => listener.connections.delete(connection));
-    connection.ready.then(() => options.onConnection(connection), () => {});
+    connection.ready.then(() => options.onConnection(connection), (error) => options.onRefused?.(HermesError.from(error)));
     return connection;
   };
   const sockets = socketRuntime();

@@ -17,6 +17,8 @@ export interface TestMesh extends AsyncDisposable {
   dir: string;
   events: SupervisorEvent[];
   output: string[];
+  /** The supervisor's log lines (JSON). */
+  log: string[];
   /** A connected client, closed with the mesh. */
   client(): Promise<MeshClient>;
   /** The pid of an instance, from the registry. */
@@ -52,6 +54,7 @@ export async function startTestMesh(yaml: string, options: { gateway?: GatewayOp
     dir: mesh.dir,
     events,
     output,
+    log: logLines,
     async client() {
       const client = await connectMesh({ dir: mesh.dir, name: "test" });
       clients.push(client);
@@ -72,7 +75,9 @@ export async function startTestMesh(yaml: string, options: { gateway?: GatewayOp
 
 /** Stops a mesh and, whatever happened in the test, leaves no actor process of it running. */
 export async function stopMeshForGood(mesh: RunningMesh): Promise<void> {
-  const pids = mesh.registry.snapshot().map((e) => e.pid).filter((p): p is number => p !== undefined);
+  // Only the tree's own processes: an external member's pid is whatever it reported, possibly
+  // a pid in another PID namespace (a container's 1), never this mesh's to signal.
+  const pids = mesh.registry.snapshot().filter((e) => !e.external).map((e) => e.pid).filter((p): p is number => p !== undefined);
   await mesh.stop().catch(() => {});
   for (const pid of pids) {
     try {

@@ -11,6 +11,7 @@ import type { Payload } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
+import { HELLO, rawConnect } from "./raw-client.ts";
 
 /** A raw control connection, as an attacker (or another implementation) would open one. */
 async function controlChannel(t: TestMesh, node: string): Promise<RequestChannel<Connection> & AsyncDisposable> {
@@ -110,5 +111,14 @@ supervisor:
     await attacker.connection.close();
     await waitFor(() => t.mesh.registry.byAddress("nosy-client") === undefined, "the client's entry removed with its connection");
     expect(t.mesh.registry.byAddress("solo")!.subscriptions).toEqual(["news.#"]);
+  });
+  test("a member speaking another protocol version is told so, and the supervisor's log says it too", async () => {
+    const raw = await rawConnect(controlSocketPath(t.dir));
+    raw.sendFrame({ ...HELLO, protocol: 99 });
+    await waitFor(() => raw.frames.length > 0, "the supervisor's answer to the hello");
+    expect(raw.frames[0]).toMatchObject({ message_type: "error", payload: { error_code: ErrorCode.INVALID_REQUEST } });
+    expect(JSON.stringify(raw.frames[0])).toContain("unsupported protocol version 99");
+    await waitFor(() => t.log.some((line) => line.includes("a member's hello was refused") && line.includes("unsupported protocol version 99")), "the refusal in the supervisor's log");
+    raw.end();
   });
 });
