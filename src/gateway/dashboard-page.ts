@@ -126,7 +126,8 @@ function render(data) {
     previous.set(e.address, handled);
     const row = body.insertRow();
     row.dataset.address = e.address;
-    cell(row, e.address); cell(row, e.health, e.health); cell(row, e.pid ?? "–", "num"); cell(row, e.restarts, "num");
+    // External members (outside the supervisor tree) and other hosts' members are named as such.
+    cell(row, e.address + (e.external ? " (external)" : "") + (e.host ? " @" + e.host : "")); cell(row, e.health, e.health); cell(row, e.pid ?? "–", "num"); cell(row, e.restarts, "num");
     cell(row, e.queueDepth, "num"); cell(row, e.inFlight, "num"); cell(row, handled, "num"); cell(row, rate, "num");
     cell(row, sum(stats.errors), sum(stats.errors) ? "num error" : "num"); cell(row, (e.capabilities || []).join(", "));
   }
