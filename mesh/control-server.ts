@@ -176,7 +176,8 @@ export class ControlServer {
     const entry = registry.byAddress(address);
     if (entry && !entry.external) refuse(entry.kind === "client" ? "a client has that name" : "the supervisor tree owns that name");
     if (this.#members.has(address)) refuse("an instance of it is registered already");
-    const sockets = [actorSocketPath(this.#options.dir, address, 0, 1), `nats:${address}`];
+    // clients/ for a member of a shared mesh's group, which may not create in the mesh directory.
+    const sockets = [actorSocketPath(this.#options.dir, address, 0, 1), clientSocketPath(this.#options.dir, address), `nats:${address}`];
     const socket = typeof p.socket === "string" && sockets.includes(p.socket) ? p.socket : sockets[0]!;
     this.#bind(channel, address, "actor");
     clearTimeout(this.#graceTimers.get(address));

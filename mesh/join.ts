@@ -152,7 +152,10 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
     if (nats) transport = await (await import("./nats-transport.ts")).natsTransportFor(nats, address);
     let heartbeatMs = 0;
     if (options.kind === "actor") {
-      const external = options.external && { ...options.external, ...(transport && { socket: `nats:${address}` }) };
+      // In a mesh shared with a group the mesh directory is 2750: a member of the group (another
+      // user, another container) may not create its socket there, only in clients/ (3770, sticky).
+      const socket = transport ? `nats:${address}` : meshInfoOf(dir)?.socket_group !== undefined ? clientSocketPath(dir, address) : undefined;
+      const external = options.external && { ...options.external, ...(socket && { socket }) };
       ({ heartbeatMs } = await control.register(options.spawnSecret, {
         capabilities: options.capabilities ?? [],
         subscriptions: options.subscriptions ?? [],
@@ -237,8 +240,13 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
  */
 function natsSettingsOf(dir: string): MeshNatsSettings | undefined {
   if (process.env.HERMES_NATS) return JSON.parse(process.env.HERMES_NATS) as MeshNatsSettings;
+  return meshInfoOf(dir)?.nats;
+}
+
+/** The mesh's mesh.json, or undefined when there is none or it cannot be read. */
+function meshInfoOf(dir: string): MeshInfo | undefined {
   try {
-    return (JSON.parse(readFileSync(meshInfoPath(dir), "utf8")) as MeshInfo).nats;
+    return JSON.parse(readFileSync(meshInfoPath(dir), "utf8")) as MeshInfo;
   } catch {
     return undefined;
   }

@@ -331,7 +331,7 @@ class Inbox {
     const consumer = await this.#transport.js.consumers.get(this.#transport.stream, addressToken(this.address));
     // Pulls expire every 5 s (heartbeats at 2.5): a pull lost with a cluster's consumer leader is noticed in seconds, not 30.
     const messages = await consumer.consume({ max_messages: Math.min(this.#window, 512), expires: 5000, callback: (msg) => this.#arrive(msg) });
-    this.#sweep ??= setInterval(() => this.#touch(), Math.max(100, this.#transport.options.ackWaitMs / 2));
+    this.#sweep ??= setInterval(() => this.#touch(), Math.max(100, this.#transport.options.ackWaitMs / 3));
     (this.#sweep as { unref?: () => void }).unref?.();
     return messages;
   }
@@ -348,14 +348,14 @@ class Inbox {
   }
 
   /**
-   * What this process holds is extended (`working()`) every half ack_wait while it lives: ack_wait
+   * What this process holds is extended (`working()`) every third of ack_wait while it lives: ack_wait
    * means "the process is gone", as a broken socket does, not "the handler is slow". (Extending on
    * progress only would redeliver a long request without progress, or an event awaiting done().)
    */
   #touch(): void {
     const now = Date.now();
     for (const entry of this.#unsettled.values()) {
-      if (now - entry.at < this.#transport.options.ackWaitMs / 2) continue;
+      if (now - entry.at < this.#transport.options.ackWaitMs / 3) continue;
       entry.at = now;
       entry.msg.working();
     }
