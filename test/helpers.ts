@@ -129,3 +129,45 @@ export function spawnWithOutput(command: string[], env: Record<string, string | 
     },
   };
 }
+
+/** Temporary Unix users in a temporary group, for permission tests (needs root). */
+export interface TestGroup {
+  readonly name: string;
+  readonly gid: number;
+  /** Creates a user (with nogroup as its primary group), in this group or not; removed with the group. */
+  addUser(name: string, inGroup: boolean): { name: string; uid: number };
+  /** Deletes the users and the group, ignoring what is already gone. */
+  remove(): void;
+}
+
+function runOrThrow(command: string[]): string {
+  const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe" });
+  if (result.exitCode !== 0) throw new Error(`${command.join(" ")} failed: ${result.stderr.toString()}`);
+  return result.stdout.toString().trim();
+}
+
+/**
+ * Creates the group `name` (groupadd) for a test; users come with `addUser`.
+ *
+ * @example
+ * const group = createTestGroup("hmsg1234");
+ * const member = group.addUser("hmsgm1234", true);
+ * try { ... } finally { group.remove(); }
+ */
+export function createTestGroup(name: string): TestGroup {
+  runOrThrow(["groupadd", name]);
+  const gid = Number(runOrThrow(["getent", "group", name]).split(":")[2]);
+  const users: string[] = [];
+  return {
+    name,
+    gid,
+    addUser(user, inGroup) {
+      runOrThrow(["useradd", "-M", "-N", "-g", "nogroup", ...(inGroup ? ["-G", name] : []), "-s", "/usr/sbin/nologin", user]);
+      users.push(user);
+      return { name: user, uid: Number(runOrThrow(["id", "-u", user])) };
+    },
+    remove() {
+      for (const command of [...users.map((u) => ["userdel", u]), ["groupdel", name]]) Bun.spawnSync(command, { stdout: "ignore", stderr: "ignore" });
+    },
+  };
+}

@@ -39,7 +39,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
-import { BUN, tempDir, waitFor } from "../helpers.ts";
+import { BUN, createTestGroup, tempDir, waitFor, type TestGroup } from "../helpers.ts";
 
 const REPO = join(import.meta.dir, "../..");
 const AGENT_MODULE = "/app/test/examples/namespace-agent-fixture.ts";
@@ -65,24 +65,16 @@ const USER = `hmnsu${suffix}`;
 let uid = -1;
 let gid = -1;
 
-function run(command: string[]): string {
-  const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`${command.join(" ")} failed: ${result.stderr.toString()}`);
-  return result.stdout.toString().trim();
-}
+let group: TestGroup | undefined;
 
 beforeAll(() => {
   if (SKIP) return;
-  run(["groupadd", GROUP]);
-  gid = Number(run(["getent", "group", GROUP]).split(":")[2]);
-  run(["useradd", "-M", "-N", "-g", "nogroup", "-G", GROUP, "-s", "/usr/sbin/nologin", USER]);
-  uid = Number(run(["id", "-u", USER]));
+  group = createTestGroup(GROUP);
+  gid = group.gid;
+  uid = group.addUser(USER, true).uid;
 });
 
-afterAll(() => {
-  if (SKIP) return;
-  for (const command of [["userdel", USER], ["groupdel", GROUP]]) Bun.spawnSync(command, { stdout: "ignore", stderr: "ignore" });
-});
+afterAll(() => group?.remove());
 
 /**
  * Run by sh as pid 1 of the new namespaces, still root: builds the agent's root on a tmpfs at

@@ -13,7 +13,7 @@ import { listen } from "../../mesh/socket-transport.ts";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { findDeno } from "../../src/supervisor/deno-runtime.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
-import { BUN, tempDir } from "../helpers.ts";
+import { BUN, createTestGroup, tempDir, type TestGroup } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "socket-group-fixture.ts");
 const SETPRIV = Bun.which("setpriv");
@@ -37,29 +37,17 @@ const MEMBER: TestUser = { name: `hmsgm${suffix}`, uid: -1 };
 const OUTSIDER: TestUser = { name: `hmsgo${suffix}`, uid: -1 };
 let gid = -1;
 
-function run(command: string[]): string {
-  const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`${command.join(" ")} failed: ${result.stderr.toString()}`);
-  return result.stdout.toString().trim();
-}
+let group: TestGroup | undefined;
 
 beforeAll(() => {
   if (SKIP_USERS) return;
-  run(["groupadd", GROUP]);
-  gid = Number(run(["getent", "group", GROUP]).split(":")[2]);
-  run(["useradd", "-M", "-N", "-g", "nogroup", "-G", GROUP, "-s", "/usr/sbin/nologin", MEMBER.name]);
-  run(["useradd", "-M", "-N", "-g", "nogroup", "-s", "/usr/sbin/nologin", OUTSIDER.name]);
-  MEMBER.uid = Number(run(["id", "-u", MEMBER.name]));
-  OUTSIDER.uid = Number(run(["id", "-u", OUTSIDER.name]));
+  group = createTestGroup(GROUP);
+  gid = group.gid;
+  Object.assign(MEMBER, group.addUser(MEMBER.name, true));
+  Object.assign(OUTSIDER, group.addUser(OUTSIDER.name, false));
 });
 
-afterAll(() => {
-  if (SKIP_USERS) return;
-  // Each one on its own: a user that was never made must not keep the others.
-  for (const command of [["userdel", MEMBER.name], ["userdel", OUTSIDER.name], ["groupdel", GROUP]]) {
-    Bun.spawnSync(command, { stdout: "ignore", stderr: "ignore" });
-  }
-});
+afterAll(() => group?.remove());
 
 /** What the fixture said: its last result line, parsed. */
 type Outcome = { kind: "joined"; reply: unknown; socket: string } | { kind: "connected" } | { kind: "failed"; code: number; message: string; fields: Record<string, unknown> };
