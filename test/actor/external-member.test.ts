@@ -77,4 +77,17 @@ describe("an actor started outside the tree", () => {
     expect(t.mesh.registry.byAddress("intruder")).toBeUndefined();
     expect(t.mesh.registry.byAddress("echo")!.external).toBeUndefined();
   }, 60_000);
+  test("with --grace-ms it is forgotten that long after it goes, and not before", async () => {
+    process.env.HM_EXTERNAL_TOKEN = TOKEN;
+    await using t = await startTestMesh(MESH);
+    {
+      await using brief = externalActor([join(FIXTURE_ACTORS, "runtime-info.ts"), "--dir", t.dir, "--name", "brief", "--grace-ms", "1500"], { HERMES_MESH_TOKEN: TOKEN });
+      await waitFor(() => t.mesh.registry.byAddress("brief")?.health === "healthy", "the external actor healthy", 20_000);
+      brief.proc.kill("SIGKILL");
+      await brief.proc.exited;
+    }
+    // Down first (still known, so senders hold what they have for it), forgotten after the grace.
+    await waitFor(() => t.mesh.registry.byAddress("brief")?.health === "down", "the external actor seen down", 10_000);
+    await waitFor(() => t.mesh.registry.byAddress("brief") === undefined, "the external actor forgotten", 10_000);
+  }, 60_000);
 });
