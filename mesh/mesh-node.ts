@@ -452,7 +452,9 @@ export class MeshNode {
 
   #deadLetter(env: Envelope, destination: string, error: HermesError): void {
     this.#deadLetters.add(env, destination, error);
-    if (env.message_type === MessageType.REQUEST) this.#pending.fail(env.message_id, new HermesError(ErrorCode.UNAVAILABLE, error.message, error.fields));
+    // A refusal keeps its code 5; giving up after the attempts is code 10.
+    const code = error.code === ErrorCode.AUTH_FAILED ? ErrorCode.AUTH_FAILED : ErrorCode.UNAVAILABLE;
+    if (env.message_type === MessageType.REQUEST) this.#pending.fail(env.message_id, new HermesError(code, error.message, error.fields));
   }
 
   /** An envelope refused after it waited: a request fails at its sender, an answer becomes an error answer. */

@@ -195,7 +195,15 @@ export class PeerLink {
       this.#adopt(connection);
     } catch (error) {
       this.#lastError = HermesError.from(error, ErrorCode.UNAVAILABLE);
-      this.#scheduleRetry();
+      // A refusal (a wrong token, socket permissions) does not pass with time: what waits is
+      // refused now with that code, instead of retrying until every deadline has passed.
+      if (this.#lastError.code === ErrorCode.AUTH_FAILED) {
+        const refused = this.#queue;
+        this.#queue = [];
+        for (const env of refused) this.#options.onDeadLetter(env, this.#lastError);
+      } else {
+        this.#scheduleRetry();
+      }
     } finally {
       this.#dialing = false;
     }
