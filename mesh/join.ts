@@ -273,3 +273,81 @@ function follow(node: MeshNode, update: RegistryUpdate): void {
       return;
   }
 }
+
+/** How a program joins a mesh over NATS JetStream with no supervisor of its own (docs/nats.md). */
+export interface NatsJoinOptions extends Pick<JoinBase, "onEvent" | "scheduler" | "log"> {
+  /** The mesh's servers and name (as its mesh file's `mesh.nats` says), and how to log in. */
+  nats: Omit<MeshNatsSettings, "host" | "replicas"> & { replicas?: number };
+  /** This client's address. */
+  address: string;
+}
+
+/** A client joined through NATS: its node and registry view, and its subscriptions to publish. */
+export interface NatsMember {
+  readonly node: MeshNode;
+  readonly registry: Registry;
+  /** Replaces the topic patterns it receives events on (shared through the registry bucket). */
+  subscribe(patterns: readonly string[]): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Joins a mesh over NATS directly: the registry comes from the mesh's registry bucket (every
+ * host's supervisor writes its members there), this client's own entry goes into it (so events
+ * on its subscriptions reach it), and its node talks through the mesh's stream. Nothing is
+ * loaded for it unless it is used. Rejects with code 10 naming the URLs when no server answers.
+ *
+ * @example
+ * const member = await joinOverNats({ address: "report-1", nats: { servers: ["nats://10.0.0.5:4222"], mesh: "shop" } });
+ * await member.node.request({ target_agent: "orders" }, { id: 7 }, { timeoutMs: 2000 });
+ */
+export async function joinOverNats(options: NatsJoinOptions): Promise<NatsMember> {
+  const { address } = options;
+  const settings: MeshNatsSettings = { replicas: 1, ...options.nats, host: address };
+  const log = options.log ?? createLogger({ client: address });
+  const [{ natsTransportFor, connectNats }, { startNatsRegistry }] = await Promise.all([import("./nats-transport.ts"), import("./nats-registry.ts")]);
+  const registry = new Registry();
+  const scheduler = options.scheduler ?? schedulerFromEnv();
+  registry.upsert({
+    name: address, instance: 0, address, id: address, socket: `nats:${address}`, capabilities: [], subscriptions: [],
+    health: "healthy", kind: "client", host: address, restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
+  });
+  const connection = await connectNats(settings, `hermes-mesh client ${address}`);
+  let transport: Awaited<ReturnType<typeof natsTransportFor>> | undefined;
+  let shared: Awaited<ReturnType<typeof startNatsRegistry>> | undefined;
+  try {
+    shared = await startNatsRegistry({ connection, mesh: settings.mesh, host: address, registry, replicas: settings.replicas, log });
+    await shared.initialized;
+    transport = await natsTransportFor(settings, address);
+    let node: MeshNode | undefined;
+    node = await MeshNode.start({
+      address,
+      socketPath: `nats:${address}`,
+      transport,
+      routes: registry,
+      pick: schedulerPicker(scheduler, (to) => node?.inFlightTo(to) ?? 0),
+      onOutcome: (to, ok, latencyMs) => scheduler.record(to, { ok, latencyMs }),
+      onEvent: options.onEvent,
+    });
+    const started = node;
+    const unfollow = registry.onUpdate((update) => follow(started, update));
+    const opened = { shared, transport };
+    return {
+      node: started,
+      registry,
+      subscribe: (patterns) => void registry.patch(address, { subscriptions: [...patterns], updatedAt: Date.now() }),
+      async close() {
+        unfollow();
+        await started.close();
+        await opened.transport.close();
+        await opened.shared.close();
+        await connection.drain().catch(() => {});
+      },
+    };
+  } catch (error) {
+    await transport?.close().catch(() => {});
+    await shared?.close().catch(() => {});
+    await connection.close().catch(() => {});
+    throw error;
+  }
+}

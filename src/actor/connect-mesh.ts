@@ -1,10 +1,12 @@
-import { joinMesh } from "../../mesh/join.ts";
+import { joinMesh, joinOverNats, type NatsJoinOptions } from "../../mesh/join.ts";
 import type { DeadLetter } from "../../mesh/mesh-node.ts";
 import type { RequestOptions } from "../../mesh/requests.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { topicMatches } from "../../mesh/topics.ts";
 import type { EnvelopeOptions, Envelope, Payload } from "../../mesh/envelope.ts";
 import { newMessageId } from "../../mesh/ids.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import type { MeshNode } from "../../mesh/mesh-node.ts";
 import { toRoute, type Destination } from "./actor-context.ts";
 
 /** A program's handle on a running mesh. */
@@ -45,8 +47,13 @@ export interface MeshClient {
 
 /** Where connectMesh finds the mesh and how it proves itself. */
 export interface ConnectMeshOptions {
-  /** The mesh's socket directory. */
-  dir: string;
+  /** The mesh's socket directory (on a host of the mesh). */
+  dir?: string;
+  /**
+   * Instead of `dir`: join a mesh over NATS JetStream directly, from a machine with no
+   * supervisor of the mesh (docs/nats.md). Credentials come from the variables it names.
+   */
+  nats?: NatsJoinOptions["nats"];
   /** Mesh token, when the mesh requires one. */
   token?: string;
   /** Address prefix of this client. Default "client". */
@@ -67,27 +74,36 @@ export interface ConnectMeshOptions {
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
-  // It listens: events on its subscriptions are delivered to it.
-  const member = await joinMesh({
-    dir: options.dir,
-    address,
-    listen: true,
-    ...(options.token !== undefined && { token: options.token }),
-    onEvent: ({ envelope, done }) => {
-      try {
-        for (const [pattern, handlers] of subscriptions) {
-          if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
-        }
-      } finally {
-        done();
+  const onEvent: NatsJoinOptions["onEvent"] = ({ envelope, done }) => {
+    try {
+      for (const [pattern, handlers] of subscriptions) {
+        if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
       }
-    },
-  });
-  const { node, control } = member;
+    } finally {
+      done();
+    }
+  };
   const patterns = () => [...subscriptions.keys()];
+  let node: MeshNode;
+  let registry: Registry;
+  let setSubscriptions: (patterns: string[]) => Promise<void>;
+  let close: () => Promise<void>;
+  if (options.nats) {
+    const member = await joinOverNats({ address, nats: options.nats, onEvent });
+    ({ node, registry } = member);
+    setSubscriptions = async (list) => member.subscribe(list);
+    close = () => member.close();
+  } else {
+    if (!options.dir) throw new HermesError(ErrorCode.INVALID_REQUEST, "connectMesh needs the mesh's `dir` (or `nats` for a mesh over NATS)", { reason: "no dir", expected: "{ dir } or { nats: { servers, mesh } }" });
+    // It listens: events on its subscriptions are delivered to it.
+    const member = await joinMesh({ dir: options.dir, address, listen: true, ...(options.token !== undefined && { token: options.token }), onEvent });
+    ({ node, registry } = member);
+    setSubscriptions = (list) => member.control.subscribe(list);
+    close = () => member.close();
+  }
   return {
     address,
-    registry: member.registry,
+    registry,
     request: (to, payload, requestOptions) => node.request(toRoute(to), payload, requestOptions),
     send: (to, payload, eventOptions) => node.send(toRoute(to), payload, eventOptions),
     writable: () => node.writable(),
@@ -97,13 +113,13 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
       let handlers = subscriptions.get(pattern);
       if (!handlers) subscriptions.set(pattern, (handlers = new Set()));
       handlers.add(handler);
-      await control.subscribe(patterns());
+      await setSubscriptions(patterns());
       return async () => {
         handlers.delete(handler);
         if (handlers.size === 0) subscriptions.delete(pattern);
-        await control.subscribe(patterns());
+        await setSubscriptions(patterns());
       };
     },
-    close: () => member.close(),
+    close,
   };
 }

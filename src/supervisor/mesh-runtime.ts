@@ -536,7 +536,7 @@ function prepareMeshDir(dir: string, socketGroup: number | undefined): void {
 /** Connects to the mesh's NATS servers and shares the registry there; loaded only for a mesh over NATS. */
 async function shareRegistry(nats: MeshNatsSettings, registry: SupervisorRegistry, log: Logger): Promise<{ close(): Promise<void> }> {
   const { connectNats } = await import("../../mesh/nats-transport.ts");
-  const { startNatsRegistry } = await import("./nats-registry.ts");
+  const { startNatsRegistry } = await import("../../mesh/nats-registry.ts");
   const connection = await connectNats(nats, `hermes-mesh supervisor ${nats.host}`);
   try {
     const bridge = await startNatsRegistry({ connection, mesh: nats.mesh, host: nats.host, registry, replicas: nats.replicas, log });

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { expectHandledOnce, requestKeys, startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 import { waitFor } from "../helpers.ts";
 import { startNatsServers, type NatsServers } from "./nats-server.ts";
+import { connectMesh } from "../../src/actor/connect-mesh.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
 
 let nats: NatsServers;
 beforeAll(async () => {
@@ -69,4 +71,25 @@ describe("one mesh on two hosts over NATS", () => {
     expect(load.answered()).toBe(total);
     await expectHandledOnce(client, "ledger", total);
   }, 120_000);
+  test("a program joins through NATS alone (no supervisor, no mesh directory): requests, and events on its subscriptions", async () => {
+    const name = unique("remote");
+    await using a = await host(name, "host-a", `    - { actor: echo, module: "{ACTORS}/echo.ts" }`);
+    const remote = await connectMesh({ nats: { servers: nats.urls, mesh: name }, name: "remote" });
+    try {
+      expect((await remote.request("echo", { from: "nowhere" }, { timeoutMs: 10_000 })).payload).toEqual({ from: "nowhere" });
+      const seen: Envelope[] = [];
+      const stop = await remote.subscribe("alerts.#", (event) => seen.push(event));
+      // Host A learns the remote client's subscription through the registry bucket, then routes to it.
+      await waitFor(() => a.mesh.registry.byAddress(remote.address)?.subscriptions.includes("alerts.#") === true, "the remote client's subscription on host A", 15_000);
+      const local = await a.client();
+      for (let i = 0; i < 5; i++) local.publish("alerts.disk", { i });
+      await waitFor(() => seen.length === 5, "5 events at the remote client", 15_000);
+      expect(seen.map((e) => e.payload.i)).toEqual([0, 1, 2, 3, 4]);
+      await stop();
+    } finally {
+      await remote.close();
+    }
+    // Gone from the mesh once it closed.
+    await waitFor(() => a.mesh.registry.byAddress(remote.address) === undefined, "the remote client forgotten on host A", 15_000);
+  }, 90_000);
 });

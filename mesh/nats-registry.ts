@@ -1,6 +1,7 @@
 /**
  * One mesh across hosts (docs/nats.md): every host runs its own supervisor for its own actors,
- * and the supervisors of one mesh share their registries through a JetStream key-value bucket.
+ * and the supervisors of one mesh share their registries through a JetStream key-value bucket
+ * (so does a connectMesh client that joins through NATS alone, its own entry its only one).
  * Each supervisor writes the entries it owns (its actors, the clients joined on its control
  * socket) and mirrors everyone else's into its own registry, from where its members learn them
  * as they learn local ones (the control plane's registry updates). Routing by name, capability
@@ -12,9 +13,8 @@
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../mesh/logger.ts";
-import type { RegistryEntry, RegistryUpdate } from "../../mesh/registry.ts";
-import type { SupervisorRegistry } from "./supervisor-registry.ts";
+import type { Logger } from "./logger.ts";
+import type { Registry, RegistryEntry, RegistryUpdate } from "./registry.ts";
 
 const REFRESH_MS = 5_000;
 const STALE_MS = 3 * REFRESH_MS + 1_000;
@@ -24,7 +24,7 @@ export interface NatsRegistryOptions {
   connection: NatsConnection;
   mesh: string;
   host: string;
-  registry: SupervisorRegistry;
+  registry: Registry;
   /** Replicas of the bucket (3 in a cluster). */
   replicas?: number;
   log: Logger;
@@ -32,6 +32,8 @@ export interface NatsRegistryOptions {
 
 /** The bridge while it runs. */
 export interface NatsRegistry {
+  /** Resolves once the entries already in the bucket are in the registry. */
+  readonly initialized: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -85,8 +87,11 @@ export async function startNatsRegistry(options: NatsRegistryOptions): Promise<N
   const unpublish = registry.onUpdate(publish);
   for (const entry of registry.snapshot()) if (own(entry)) write(entry);
   const watch = await kv.watch({ key: "member.>" });
+  const initialized = Promise.withResolvers<void>();
+  if ((await kv.status()).values === 0) initialized.resolve();
   void (async () => {
     for await (const change of watch) {
+      if (change.delta === 0) initialized.resolve();
       if (change.operation !== "PUT") {
         const address = [...remote.keys()].find((a) => registryKey(a) === change.key);
         if (address) {
@@ -124,6 +129,7 @@ export async function startNatsRegistry(options: NatsRegistryOptions): Promise<N
     }
   }, REFRESH_MS);
   return {
+    initialized: initialized.promise,
     async close() {
       clearInterval(refresh);
       unpublish();
