@@ -171,3 +171,29 @@ export function createTestGroup(name: string): TestGroup {
     },
   };
 }
+
+/** Whether process `pid` exists (signal 0). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs the transport conformance suite (test/mesh/transport.test.ts) in a `bun test` process of
+ * its own with `env` added, so that a choice made by environment (the socket runtime, the
+ * receivers' runtime) reaches the senders and every receiver it spawns; returns its report.
+ */
+export function runTransportSuite(env: Record<string, string>): { report: string; exitCode: number | null } {
+  const run = Bun.spawnSync([process.execPath, "test", "--timeout", "30000", join(import.meta.dir, "mesh/transport.test.ts")], {
+    cwd: join(import.meta.dir, ".."),
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 120_000,
+  });
+  return { report: run.stderr.toString(), exitCode: run.exitCode };
+}

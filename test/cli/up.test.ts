@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { spawnBun, tempDir, waitFor } from "../helpers.ts";
+import { isAlive, spawnBun, tempDir, waitFor } from "../helpers.ts";
 
 const CLI = join(import.meta.dir, "../../src/cli/main.ts");
 const ECHO = join(import.meta.dir, "../../actors/echo.ts");
@@ -19,14 +19,7 @@ function cliWithEnv(vars: Record<string, string | undefined>, ...args: string[])
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = isAlive;
 
 describe("hermes-mesh up", () => {
   test("starts the tree, answers ps and send, restarts a killed actor, and stops cleanly on SIGTERM", async () => {

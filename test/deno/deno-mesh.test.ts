@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { findBun } from "../../src/supervisor/bun-runtime.ts";
-import { type Child, denoBinary, spawnDeno, tempDir, waitFor } from "../helpers.ts";
+import { type Child, denoBinary, isAlive, spawnDeno, tempDir, waitFor } from "../helpers.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const CLI = join(ROOT, "src/cli/main.ts");
@@ -44,14 +44,7 @@ function denoCli(dir: string, ...args: string[]) {
   return { code: run.exitCode, out: run.stdout.toString(), err: run.stderr.toString() };
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = isAlive;
 
 /** Pids of the processes started for the mesh in `dir` (its actors and gateway name it in their argv). */
 function meshProcesses(dir: string): number[] {

@@ -5,20 +5,13 @@
  * process, over Unix sockets and TCP. The senders stay on Bun. No case is skipped for Deno.
  */
 import { expect, test } from "bun:test";
-import { join } from "node:path";
-import { denoBinary } from "../helpers.ts";
+import { denoBinary, runTransportSuite } from "../helpers.ts";
 
 test("the transport conformance suite passes against Deno receivers, Unix and TCP", () => {
   // Fails here, saying to run npm install, rather than in every receiver the child spawns.
   const deno = denoBinary();
-  const run = Bun.spawnSync([process.execPath, "test", "--timeout", "30000", join(import.meta.dir, "../mesh/transport.test.ts")], {
-    cwd: join(import.meta.dir, "../.."),
-    env: { ...process.env, HERMES_TEST_RECEIVER_RUNTIME: "deno", HERMES_DENO: deno },
-    stdout: "pipe",
-    stderr: "pipe",
-    timeout: 120_000,
-  });
-  const report = run.stderr.toString();
+  const run = runTransportSuite({ HERMES_TEST_RECEIVER_RUNTIME: "deno", HERMES_DENO: deno });
+  const report = run.report;
   expect(report).toMatch(/\b0 fail\b/);
   expect(report).toMatch(/\b(2[5-9]|[3-9]\d) pass\b/);
   // Nothing quietly left out (a skipped or todo case would be counted apart from pass).

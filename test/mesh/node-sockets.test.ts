@@ -4,17 +4,11 @@
  * (HERMES_SOCKET_RUNTIME=node) reaches the sender and every receiver it spawns.
  */
 import { expect, test } from "bun:test";
-import { join } from "node:path";
+import { runTransportSuite } from "../helpers.ts";
 
 test("the transport conformance suite passes over node:net sockets, Unix and TCP", () => {
-  const run = Bun.spawnSync([process.execPath, "test", "--timeout", "30000", join(import.meta.dir, "transport.test.ts")], {
-    cwd: join(import.meta.dir, "../.."),
-    env: { ...process.env, HERMES_SOCKET_RUNTIME: "node" },
-    stdout: "pipe",
-    stderr: "pipe",
-    timeout: 120_000,
-  });
-  const report = run.stderr.toString();
+  const run = runTransportSuite({ HERMES_SOCKET_RUNTIME: "node" });
+  const report = run.report;
   expect(report).toMatch(/\b0 fail\b/);
   expect(report).toMatch(/\b(2[5-9]|[3-9]\d) pass\b/);
   expect(run.exitCode).toBe(0);
