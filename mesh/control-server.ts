@@ -172,12 +172,14 @@ export class ControlServer {
     const refuse = (why: string) => {
       throw new HermesError(ErrorCode.INVALID_REQUEST, `external actor ${JSON.stringify(address)} refused: ${why}`, { reason: why, expected: "a name [a-z][a-z0-9_-]* that no actor of the tree and no live member has" });
     };
-    if (!/^[a-z][a-z0-9_-]{0,63}$/.test(address)) refuse("it is not an actor name ([a-z][a-z0-9_-]*, at most 64)");
     const entry = registry.byAddress(address);
+    // `name#i` only as an instance the mesh file left to external members (a pool's `external: n`).
     if (entry && !entry.external) refuse(entry.kind === "client" ? "a client has that name" : "the supervisor tree owns that name");
+    const poolInstance = /^[a-z][a-z0-9_-]{0,63}#\d{1,3}$/.test(address) && entry?.external === true;
+    if (!poolInstance && !/^[a-z][a-z0-9_-]{0,63}$/.test(address)) refuse("it is not an actor name ([a-z][a-z0-9_-]*, at most 64), nor an external instance of a pool (name#i)");
     if (this.#members.has(address)) refuse("an instance of it is registered already");
     // clients/ for a member of a shared mesh's group, which may not create in the mesh directory.
-    const sockets = [actorSocketPath(this.#options.dir, address, 0, 1), clientSocketPath(this.#options.dir, address), `nats:${address}`];
+    const sockets = [entry?.socket ?? actorSocketPath(this.#options.dir, address, 0, 1), clientSocketPath(this.#options.dir, address), `nats:${address}`];
     const socket = typeof p.socket === "string" && sockets.includes(p.socket) ? p.socket : sockets[0]!;
     this.#bind(channel, address, "actor");
     clearTimeout(this.#graceTimers.get(address));
@@ -185,10 +187,13 @@ export class ControlServer {
     const grace = Number(p.grace_ms);
     if (Number.isSafeInteger(grace) && grace > 0) this.#graceMs.set(address, grace);
     registry.upsert({
-      name: address, instance: 0, address, id: stableAgentId(address, this.#options.meshName, hostname()), socket,
-      capabilities: stringList(p.capabilities), subscriptions: stringList(p.subscriptions), health: "starting", kind: "actor", external: true,
+      name: entry?.name ?? address, instance: entry?.instance ?? 0, address, id: stableAgentId(address, this.#options.meshName, hostname()), socket,
+      // A pool's instance has the mesh file's capabilities and subscriptions too, as its siblings do.
+      capabilities: [...new Set([...(entry?.capabilities ?? []), ...stringList(p.capabilities)])],
+      subscriptions: [...new Set([...(entry?.subscriptions ?? []), ...stringList(p.subscriptions)])],
+      health: "starting", kind: "actor", external: true,
       ...(Number.isSafeInteger(p.pid) && { pid: p.pid as number }),
-      restarts: entry ? entry.restarts + 1 : 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
+      restarts: entry?.pid !== undefined ? entry.restarts + 1 : 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
     });
     this.#options.log.info("external actor registered", { actor: address, again: entry !== undefined });
     return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };

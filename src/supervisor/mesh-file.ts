@@ -56,6 +56,8 @@ export const ActorSpecSchema = map({
   actor: Name,
   module: z.string(expected("a module path")).min(1, expected("a module path")),
   pool: intIn(1, 64).default(1),
+  // Further instances of the pool that run outside the tree (`hermes-mesh actor --name <actor>#<i>`).
+  external: intIn(0, 64).default(0),
   capabilities: list(Capability).default(() => []),
   subscribe: list(Pattern).default(() => []),
   restart: oneOf(["permanent", "transient", "temporary"]).default("permanent"),

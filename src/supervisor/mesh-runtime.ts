@@ -237,8 +237,13 @@ function instancesOf(
     nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
   },
 ): SupervisedChild[] {
+  // A pool's external instances (`external: n`) come after the supervised ones: their entries
+  // wait, down, for an external member to register as them (docs/actors.md, "External members").
+  for (let instance = spec.pool; instance < poolSize(spec); instance++) {
+    ctx.registry.upsert({ ...registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats), health: "down", external: true });
+  }
   return Array.from({ length: spec.pool }, (_, instance) => {
-    const address = actorAddress(spec.actor, instance, spec.pool);
+    const address = actorAddress(spec.actor, instance, poolSize(spec));
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats));
     // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle (the
     // source under a Deno supervisor, with the Bun binary it found).
@@ -247,7 +252,7 @@ function instancesOf(
       : [requireBun(`actor ${spec.actor}`), ctx.hostEntry];
     const cmd = [
       ...host,
-      "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(spec.pool), "--dir", ctx.dir,
+      "--module", spec.module, "--name", spec.actor, "--instance", String(instance), "--pool", String(poolSize(spec)), "--dir", ctx.dir,
       ...(spec.concurrency !== undefined ? ["--concurrency", String(spec.concurrency)] : []),
       ...(spec.window !== undefined ? ["--window", String(spec.window)] : []),
       ...(typeof spec.shutdown_ms === "number" ? ["--shutdown-ms", String(spec.shutdown_ms)] : []),
@@ -397,14 +402,14 @@ function parseStartupReport(line: string): StartupReport | undefined {
 }
 
 function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName: string, nats: MeshNatsSettings | undefined): RegistryEntry {
-  const address = actorAddress(spec.actor, instance, spec.pool);
+  const address = actorAddress(spec.actor, instance, poolSize(spec));
   return {
     name: spec.actor,
     instance,
     address,
     id: stableAgentId(address, meshName, nats?.host ?? hostname()),
     // Over NATS an instance is reached at its address's subject, from any host (docs/nats.md).
-    socket: nats ? `nats:${address}` : actorSocketPath(dir, spec.actor, instance, spec.pool),
+    socket: nats ? `nats:${address}` : actorSocketPath(dir, spec.actor, instance, poolSize(spec)),
     ...(nats && { host: nats.host }),
     capabilities: [...spec.capabilities],
     subscriptions: [...spec.subscribe],
@@ -531,6 +536,11 @@ function prepareMeshDir(dir: string, socketGroup: number | undefined): void {
   // Made here rather than by the first client to listen, which may be another user.
   mkdirSync(clientsDir(dir), { recursive: true, mode: AccessMode.PRIVATE_DIR });
   setAccess(clientsDir(dir), AccessMode.SHARED_CLIENTS_DIR, socketGroup);
+}
+
+/** Instances of a pool, supervised and external. */
+function poolSize(spec: ActorSpec): number {
+  return spec.pool + spec.external;
 }
 
 /** Connects to the mesh's NATS servers and shares the registry there; loaded only for a mesh over NATS. */

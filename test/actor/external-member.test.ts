@@ -90,4 +90,32 @@ describe("an actor started outside the tree", () => {
     await waitFor(() => t.mesh.registry.byAddress("brief")?.health === "down", "the external actor seen down", 10_000);
     await waitFor(() => t.mesh.registry.byAddress("brief") === undefined, "the external actor forgotten", 10_000);
   }, 60_000);
+  test("a pool mixes supervised and external instances: `external: 1` leaves who#1 to an external member", async () => {
+    process.env.HM_EXTERNAL_TOKEN = TOKEN;
+    await using t = await startTestMesh(`
+mesh: { name: mixed-pool, token_env: HM_EXTERNAL_TOKEN, scheduler: round_robin }
+supervisor:
+  children:
+    - { actor: who, module: "{FIXTURES}/runtime-info.ts", pool: 1, external: 1, capabilities: [pool.who] }
+`);
+    // The supervised instance runs; the external one waits, down, for its member.
+    expect(t.mesh.registry.byAddress("who#0")).toMatchObject({ health: "healthy" });
+    expect(t.mesh.registry.byAddress("who#1")).toMatchObject({ health: "down", external: true });
+    await using outside = externalActor([join(FIXTURE_ACTORS, "runtime-info.ts"), "--dir", t.dir, "--name", "who#1"], { HERMES_MESH_TOKEN: TOKEN });
+    await waitFor(() => t.mesh.registry.byAddress("who#1")?.health === "healthy", "the external instance healthy", 20_000);
+    expect(t.mesh.registry.byAddress("who#1")!.capabilities).toContain("pool.who");
+    const client = await connectMesh({ dir: t.dir, name: "test", token: TOKEN });
+    try {
+      const answered = new Set<string>();
+      for (let i = 0; i < 10; i++) answered.add(String((await client.request("who", {}, { timeoutMs: 10_000 })).payload.address));
+      expect([...answered].sort()).toEqual(["who#0", "who#1"]);
+      expect((await client.request("who#1", {}, { timeoutMs: 10_000 })).payload.pid).toBe(outside.proc.pid);
+    } finally {
+      await client.close();
+    }
+    // An instance the mesh file gives the tree cannot be taken from outside.
+    await using taken = externalActor([join(FIXTURE_ACTORS, "runtime-info.ts"), "--dir", t.dir, "--name", "who#0"], { HERMES_MESH_TOKEN: TOKEN });
+    expect(await taken.proc.exited).not.toBe(0);
+    expect(await taken.output).toContain("the supervisor tree owns that name");
+  }, 60_000);
 });

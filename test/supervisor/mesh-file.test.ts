@@ -45,7 +45,7 @@ describe("valid mesh files", () => {
       strategy: "one_for_one", intensity: 1, period_ms: 5000,
       backoff: { initial_ms: 10, max_ms: 1000, jitter: 0.2 },
       children: [{
-        actor: "echo", module: join(dir.path, "echo.ts"), pool: 1, capabilities: [], subscribe: [],
+        actor: "echo", module: join(dir.path, "echo.ts"), pool: 1, external: 0, capabilities: [], subscribe: [],
         restart: "permanent", shutdown_ms: 5000, durable: false, runtime: "bun", deno_permissions: [],
       }],
     });
@@ -118,7 +118,7 @@ supervisor:
       'mesh.yaml:2:9: mesh.name: expected a mesh name matching [a-z0-9-]+, got "Demo"',
       'mesh.yaml:4:13: supervisor.strategy: expected one of one_for_one, one_for_all, rest_for_one, got "rest_for_two"',
       `mesh.yaml:7:15: supervisor.children[0].module: module not found: ${join(dir.path, "missing.ts")}`,
-      "mesh.yaml:8:7: supervisor.children[0].poool: unknown key (expected one of: actor, module, pool, capabilities, subscribe, restart, shutdown_ms, concurrency, durable, runtime, deno_permissions, window, env)",
+      "mesh.yaml:8:7: supervisor.children[0].poool: unknown key (expected one of: actor, module, pool, external, capabilities, subscribe, restart, shutdown_ms, concurrency, durable, runtime, deno_permissions, window, env)",
       "mesh.yaml:9:13: supervisor.children[0].pool: expected an integer from 1 to 64, got 65",
       'mesh.yaml:10:19: supervisor.children[0].subscribe[0]: invalid pattern "a..b": segment 2 is empty',
       'mesh.yaml:11:20: supervisor.children[0].shutdown_ms: expected (milliseconds, an integer from 0) or "brutal_kill", got -1',
