@@ -1,6 +1,7 @@
 """
 A Hermes mesh actor in Python (standard library + msgpack), written from docs/protocol.md: it joins
-a running mesh as an external member (§11), listens on <dir>/<name>.sock and answers requests
+a running mesh as an external member (§11), listens on <dir>/<name>.sock (<dir>/clients/<name>.sock,
+mode 0660 with the group, in a mesh with mesh.socket_group) and answers requests
 {text} with {text: TEXT} under the capability "py.upper", acknowledging cumulatively (§4).
 
 usage: python3 hermes_actor.py --dir D [--name N]
@@ -145,13 +146,15 @@ class Actor:
         self.sup.out += frame(hello(self.name, **({"token": self.token} if self.token else {})))
         while self.sup.peer is None:
             self.step(self.sup)
-        path = os.path.join(self.dir, self.name + ".sock")
+        # A mesh shared with a group (mesh.socket_group) lets members create sockets only in clients/.
+        group = mesh_info(self.dir).get("socket_group")
+        path = os.path.join(self.dir, "clients", self.name + ".sock") if group is not None else os.path.join(self.dir, self.name + ".sock")
         answer = self.call({"op": "register", "address": self.name, "external": True, "socket": path,
                             "capabilities": CAPABILITIES, "subscriptions": [], "pid": os.getpid()})
         entry = next((e for e in answer["entries"] if e.get("address") == self.name), {})
         if entry.get("socket", path) != path:
             raise SystemExit("hermes_actor: the mesh gives %s the endpoint %r; this example speaks Unix sockets only" % (self.name, entry["socket"]))
-        self.listen(path)
+        self.listen(path, group)
         self.call({"op": "ready"})
         self.sup.sock.setblocking(False)
         self.sel.register(self.sup.sock, READ, self.sup)
@@ -169,8 +172,8 @@ class Actor:
             raise SystemExit("hermes_actor: %s refused: %s" % (payload["op"], said(answer["payload"])))
         return answer["payload"]
 
-    def listen(self, path):
-        """Mode 0600; a stale socket of a dead process is replaced, a live one or a non-socket never (§9)."""
+    def listen(self, path, group=None):
+        """Mode 0600 (0660 with the mesh's group); a stale socket of a dead process is replaced, a live one or a non-socket never (§9)."""
         try:
             if not stat.S_ISSOCK(os.lstat(path).st_mode):
                 raise SystemExit("hermes_actor: %s exists and is not a socket" % path)
@@ -186,6 +189,9 @@ class Actor:
             self.listener.bind(path)
         finally:
             os.umask(umask)
+        if group is not None:
+            os.chown(path, -1, int(group))
+            os.chmod(path, 0o660)
         self.path, self.inode = path, os.stat(path).st_ino
         self.listener.listen(128)
         self.listener.setblocking(False)
@@ -343,12 +349,18 @@ def serve(payload):
     return {"text": payload["text"].upper()}
 
 
+def mesh_info(dir):
+    """The running mesh's <dir>/mesh.json (its token variable, its socket group), or {}."""
+    try:
+        with open(os.path.join(dir, "mesh.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def mesh_token(dir):
     """$HERMES_MESH_TOKEN, else the variable the running mesh's file names (`token_env` in <dir>/mesh.json)."""
-    try:
-        return os.environ.get("HERMES_MESH_TOKEN") or os.environ.get(json.load(open(os.path.join(dir, "mesh.json"))).get("token_env") or "")
-    except (OSError, ValueError):
-        return None
+    return os.environ.get("HERMES_MESH_TOKEN") or os.environ.get(mesh_info(dir).get("token_env") or "") or None
 
 
 def said(p):

@@ -6,10 +6,10 @@
  * answered by its next start; SIGTERM makes it exit 0 and remove its socket.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { startTestMesh } from "../actor/mesh-harness.ts";
-import { spawnWithOutput, waitFor, type OutputProcess } from "../helpers.ts";
+import { createTestGroup, spawnWithOutput, waitFor, type OutputProcess } from "../helpers.ts";
 import { connectMesh, createRequest, dial, ErrorCode, HermesError, RequestChannel, type Envelope } from "../../src/internal.ts";
 
 const PYTHON = "/usr/bin/python3";
@@ -171,4 +171,30 @@ describe("the Python reference actor", () => {
       delete process.env.HM_PYTHON_ACTOR_TOKEN;
     }
   }, 90_000);
+  test.skipIf(process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv"))("as another user in a shared mesh (socket_group), it listens in clients/ with the group and is answered", async () => {
+    requireMsgpack();
+    const suffix = `${process.pid.toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`.slice(0, 8);
+    const group = createTestGroup(`hmpy${suffix}`);
+    try {
+      const user = group.addUser(`hmpyu${suffix}`, true);
+      process.env.HM_PYTHON_ACTOR_TOKEN = TOKEN;
+      await using t = await startTestMesh(MESH.replace("heartbeat_ms: 200", `heartbeat_ms: 200, socket_group: ${group.name}`));
+      chmodSync(dirname(t.dir), 0o711); // the test's temp dir: the other user may pass through to the mesh directory
+      await using actor = spawnWithOutput(["/usr/bin/setpriv", `--reuid=${user.uid}`, "--regid=nogroup", "--init-groups", PYTHON, ACTOR, "--dir", t.dir, "--name", "shared-py"], { ...process.env, HERMES_MESH_TOKEN: TOKEN });
+      await waitFor(() => t.mesh.registry.byAddress("shared-py")?.health === "healthy", "the Python actor of another user healthy", 20_000);
+      const socket = join(t.dir, "clients", "shared-py.sock");
+      expect(t.mesh.registry.byAddress("shared-py")!.socket).toBe(socket);
+      expect({ uid: statSync(socket).uid, gid: statSync(socket).gid, mode: (statSync(socket).mode & 0o777).toString(8) }).toEqual({ uid: user.uid, gid: group.gid, mode: "660" });
+      const client = await connectMesh({ dir: t.dir, name: "test", token: TOKEN });
+      try {
+        expect((await client.request("shared-py", { text: "shared" }, { timeoutMs: 10_000 })).payload).toEqual({ text: "SHARED" });
+      } finally {
+        await client.close();
+      }
+      actor.proc.kill("SIGTERM");
+      expect(await actor.proc.exited).toBe(0);
+    } finally {
+      group.remove();
+    }
+  }, 60_000);
 });
