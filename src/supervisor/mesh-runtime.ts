@@ -3,7 +3,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlServer, newSpawnSecret } from "../../mesh/control-server.ts";
 import { actorAddress, actorSocketPath, clientsDir, controlSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } from "../../mesh/control-protocol.ts";
-import { AccessMode, setAccess, SOCKET_GROUP_ENV } from "../../mesh/socket-access.ts";
+import { AccessMode, setAccess } from "../../mesh/socket-access.ts";
 import { setSocketMode } from "../../mesh/socket-transport.ts";
 import type { Registry, RegistryEntry } from "../../mesh/registry.ts";
 import type { Logger } from "../../mesh/logger.ts";
@@ -23,9 +23,11 @@ import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
 import { messageOf } from "./supervisor-errors.ts";
 import { Supervisor } from "./supervisor.ts";
+import { gatewayChild, gatewayFromFile, withFileAllowLists, type GatewayOptions } from "./gateway-child.ts";
+import { meshEnv, memberProcess, READY_LINE } from "./member-process.ts";
 
-/** The line a member process prints once it is listening, initialised and registered. */
-export const READY_LINE = "hermes-mesh:ready";
+export { READY_LINE, type GatewayOptions };
+
 /** The line an actor host prints once its module is loaded, with its StartupReport as JSON. */
 const LOADED_LINE = "hermes-mesh:loaded ";
 
@@ -68,19 +70,6 @@ export interface StartMeshOptions {
    * environment has HERMES_ACTOR_STANDBY=0. A supervisor on Deno has none (a standby is a Bun host).
    */
   standby?: boolean;
-}
-
-/** How the gateway listens. */
-export interface GatewayOptions {
-  port: number;
-  host?: string;
-  /** Bearer token HTTP clients must send. */
-  token?: string;
-  bodyLimitBytes?: number;
-  /** Host values served besides the loopback names and `host`; default: the mesh file's `gateway.allowed_hosts`. */
-  allowedHosts?: string[];
-  /** Browser origins served besides the gateway's own; default: the mesh file's `gateway.allowed_origins`. */
-  allowedOrigins?: string[];
 }
 
 /** The default socket directory of a mesh. */
@@ -178,7 +167,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const rootSpec = build(meshFile.supervisor, "root");
   const gatewayOptions = options.gateway === undefined ? gatewayFromFile(meshFile) : options.gateway && withFileAllowLists(options.gateway, meshFile);
   const gatewayAt: { url: string; socket: string } | undefined = gatewayOptions ? { url: "", socket: "" } : undefined;
-  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, ...members, options, at: gatewayAt!, hidden: gatewayHidden }));
+  if (gatewayOptions) rootSpec.children.push(gatewayChild(gatewayOptions, { dir, name, ...members, onOutput: options.onOutput, at: gatewayAt!, hidden: gatewayHidden }));
   const info: MeshInfo = {
     name, token_env: meshFile.mesh.token_env ?? null, supervisor_pid: process.pid, started_at: Date.now(),
     ...(nats && { nats }), ...(socketGroup !== undefined && { socket_group: socketGroup }),
@@ -419,108 +408,6 @@ function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName:
     queueDepth: 0,
     inFlight: 0,
     updatedAt: Date.now(),
-  };
-}
-
-const GATEWAY_MAIN = join(import.meta.dirname, "../gateway/gateway-main.ts");
-const GATEWAY_LINE = "hermes-mesh:gateway ";
-
-function gatewayFromFile(meshFile: MeshFile): GatewayOptions | undefined {
-  const g = meshFile.gateway;
-  if (!g) return undefined;
-  const token = g.token_env ? process.env[g.token_env] : undefined;
-  if (g.token_env && !token) throw new Error(`gateway.token_env names ${g.token_env}, which is not set in the environment`);
-  return { port: g.port, host: g.host, bodyLimitBytes: g.body_limit_bytes, allowedHosts: g.allowed_hosts, allowedOrigins: g.allowed_origins, ...(token !== undefined && { token }) };
-}
-
-/** Options given in code (e.g. by `hermes-mesh up`) keep the mesh file's allow-lists unless they set their own. */
-function withFileAllowLists(gateway: GatewayOptions, meshFile: MeshFile): GatewayOptions {
-  return { ...gateway, allowedHosts: gateway.allowedHosts ?? meshFile.gateway?.allowed_hosts ?? [], allowedOrigins: gateway.allowedOrigins ?? meshFile.gateway?.allowed_origins ?? [] };
-}
-
-/** The gateway as a supervised child: its own process, restarted like an actor. */
-function gatewayChild(
-  gateway: GatewayOptions,
-  ctx: {
-    dir: string; name: string; token: string | undefined; events: boolean; scheduler: string; nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
-    options: StartMeshOptions; at: { url: string; socket: string }; hidden: string[];
-  },
-): SupervisedChild {
-  // On the supervisor's runtime; on Deno with what an actor host may do (it reads the package,
-  // writes its socket and logs in the mesh dir, listens and dials), and nothing more. Without
-  // --unstable-no-legacy-abort Deno.serve aborts a request's signal once it is answered (and
-  // warns): with it the signal means what it means on Bun, the client went away.
-  const runtime = THIS_RUNTIME === "bun"
-    ? [process.execPath, GATEWAY_MAIN]
-    : denoHostCommand(requireDeno("the gateway"), GATEWAY_MAIN, ctx.dir, ["--unstable-no-legacy-abort"]);
-  const cmd = [
-    ...runtime, "--dir", ctx.dir, "--mesh", ctx.name,
-    "--port", String(gateway.port), "--host", gateway.host ?? "127.0.0.1",
-    ...(gateway.bodyLimitBytes !== undefined ? ["--body-limit", String(gateway.bodyLimitBytes)] : []),
-    ...(gateway.allowedHosts ?? []).flatMap((host) => ["--allowed-host", host]),
-    ...(gateway.allowedOrigins ?? []).flatMap((origin) => ["--allowed-origin", origin]),
-  ];
-  const output = (line: string) => {
-    if (line.startsWith(GATEWAY_LINE)) {
-      const [url, socket] = line.slice(GATEWAY_LINE.length).split(" ");
-      ctx.at.url = url!;
-      ctx.at.socket = socket!;
-    } else if (line !== READY_LINE) {
-      ctx.options.onOutput?.("gateway", line);
-    }
-  };
-  return {
-    id: "gateway",
-    shutdown: 5000,
-    start: processChild(cmd, memberProcess(ctx, output, gateway.token !== undefined ? { HERMES_GATEWAY_TOKEN: gateway.token } : {}, "gateway")),
-  };
-}
-
-/**
- * How a mesh member process is started: the mesh-wide settings in its environment, without the
- * `hidden` variables of this process (the gateway's token), its output to `output`, started
- * only once it prints the ready line, and called `name` in errors.
- */
-function memberProcess(
-  ctx: MeshSettings,
-  output: (line: string) => void,
-  env: Record<string, string> | (() => Record<string, string>),
-  name: string,
-): ProcessChildOptions {
-  return {
-    name,
-    env: () => ({ ...meshEnv(ctx), ...(typeof env === "function" ? env() : env), ...meshEnv(ctx, false) }),
-    onStdout: output,
-    onStderr: output,
-    ready: (line) => line === READY_LINE,
-    readyTimeoutMs: 15_000,
-  };
-}
-
-/** The mesh-wide settings members get in their environment, and the variables hidden from them. */
-interface MeshSettings {
-  token: string | undefined;
-  events: boolean;
-  scheduler: string;
-  hidden: string[];
-  nats?: MeshNatsSettings | undefined;
-  socketGroup?: number | undefined;
-}
-
-/**
- * The environment changes every member of the mesh gets: the mesh-wide settings, and the
- * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
- * whatever a member's own variables say).
- */
-function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string | undefined> {
-  return {
-    ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
-    ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
-    ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
-    ...(!ctx.events && { HERMES_EVENTS: "0" }),
-    HERMES_SCHEDULER: ctx.scheduler,
-    // The gid the member's sockets are for; never one inherited from this process's environment.
-    [SOCKET_GROUP_ENV]: ctx.socketGroup?.toString(),
   };
 }
 

@@ -1,0 +1,59 @@
+/**
+ * How the supervisor starts a member of the mesh (an actor instance, the gateway) as a process:
+ * the mesh-wide settings in its environment, its output, and the line that says it is ready.
+ */
+import type { MeshNatsSettings } from "../../mesh/control-protocol.ts";
+import { SOCKET_GROUP_ENV } from "../../mesh/socket-access.ts";
+import type { ProcessChildOptions } from "./process-child.ts";
+
+/** The line a member process prints once it is listening, initialised and registered. */
+export const READY_LINE = "hermes-mesh:ready";
+
+/**
+ * How a mesh member process is started: the mesh-wide settings in its environment, without the
+ * `hidden` variables of this process (the gateway's token), its output to `output`, started
+ * only once it prints the ready line, and called `name` in errors.
+ */
+export function memberProcess(
+  ctx: MeshSettings,
+  output: (line: string) => void,
+  env: Record<string, string> | (() => Record<string, string>),
+  name: string,
+): ProcessChildOptions {
+  return {
+    name,
+    env: () => ({ ...meshEnv(ctx), ...(typeof env === "function" ? env() : env), ...meshEnv(ctx, false) }),
+    onStdout: output,
+    onStderr: output,
+    ready: (line) => line === READY_LINE,
+    readyTimeoutMs: 15_000,
+  };
+}
+
+/** The mesh-wide settings members get in their environment, and the variables hidden from them. */
+export interface MeshSettings {
+  token: string | undefined;
+  events: boolean;
+  scheduler: string;
+  hidden: string[];
+  nats?: MeshNatsSettings | undefined;
+  socketGroup?: number | undefined;
+}
+
+/**
+ * The environment changes every member of the mesh gets: the mesh-wide settings, and the
+ * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
+ * whatever a member's own variables say).
+ */
+export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string | undefined> {
+  return {
+    ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
+    ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
+    ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
+    ...(!ctx.events && { HERMES_EVENTS: "0" }),
+    HERMES_SCHEDULER: ctx.scheduler,
+    // The gid the member's sockets are for; never one inherited from this process's environment.
+    [SOCKET_GROUP_ENV]: ctx.socketGroup?.toString(),
+  };
+}
+
