@@ -16,6 +16,17 @@ import { ErrorCode, HermesError } from "../mesh/errors.ts";
  */
 export default defineActor({
   capabilities: ["calculator"],
+  // Published as the A2A skill and MCP tool "calculator" by the gateway (docs/interop.md).
+  capabilityInfo: {
+    calculator: {
+      description: "Evaluates an arithmetic expression: + - * / ^ %, parentheses, decimals. Answers { result, expression }.",
+      inputSchema: {
+        type: "object",
+        properties: { expression: { type: "string", description: "The expression, such as \"(1+2)*3^2\"", minLength: 1 } },
+        required: ["expression"],
+      },
+    },
+  },
   // Synchronous: the work is microseconds, and a handler that returns a promise costs a deadline timer.
   onRequest(request) {
     const { expression, task_id, tool } = request.payload;

@@ -7,6 +7,12 @@ import { defineActor } from "../src/actor/define-actor.ts";
  */
 export default defineActor({
   capabilities: ["echo"],
+  capabilityInfo: {
+    echo: {
+      description: "Answers with the payload it got; { progress: n } sends n progress messages first, { sleep_ms: n } waits that long.",
+      inputSchema: { type: "object", properties: { progress: { type: "integer", minimum: 0 }, sleep_ms: { type: "integer", minimum: 0 } } },
+    },
+  },
   init: () => ({ events: 0 }),
   // Synchronous unless asked to wait: a handler that returns a promise costs a deadline timer.
   onRequest(request, ctx) {

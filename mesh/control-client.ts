@@ -1,6 +1,6 @@
 import { createEvent, type Payload } from "./envelope.ts";
 import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
-import { type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
+import { type CapabilityInfo, type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { dial } from "./socket-transport.ts";
 
@@ -61,7 +61,7 @@ export class ControlClient {
    */
   async register(
     secret: string | undefined,
-    declared: { capabilities: readonly string[]; subscriptions: readonly string[] },
+    declared: { capabilities: readonly string[]; subscriptions: readonly string[]; capability_info?: Record<string, CapabilityInfo> },
     external?: { socket?: string; graceMs?: number },
   ): Promise<{ heartbeatMs: number }> {
     // An external actor (outside the tree) proves itself with the mesh token of this connection, not a secret.

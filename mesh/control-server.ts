@@ -5,7 +5,7 @@ import { ErrorCode, HermesError } from "./errors.ts";
 import { stableAgentId } from "./ids.ts";
 import type { Connection } from "./connection.ts";
 import { actorSocketPath, clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
-import type { RegistryEntry, Registry, RegistryUpdate } from "./registry.ts";
+import { parseCapabilityInfo, type RegistryEntry, type Registry, type RegistryUpdate } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { listen, type Listener } from "./socket-transport.ts";
 import { hostname } from "node:os";
@@ -105,11 +105,13 @@ export class ControlServer {
         if (p.external === true) return this.#registerExternal(address, p, channel);
         const entry = registry.byAddress(address);
         if (!entry || entry.kind === "client") throw new HermesError(ErrorCode.UNROUTABLE, `${address} is not an actor of this mesh`, { target: address, known: registry.known() });
+        const declared = (key: "capabilities" | "subscriptions") => [...new Set([...entry[key], ...stringList(p[key])])];
+        const capabilities = declared("capabilities");
+        const capabilityInfo = parseCapabilityInfo(p.capability_info, capabilities);
         this.#verifySpawnSecret(address, p.secret);
         this.#bind(channel, address, "actor");
         // The pid is not taken from the message: the supervisor records the one it spawned.
-        const declared = (key: "capabilities" | "subscriptions") => [...new Set([...entry[key], ...stringList(p[key])])];
-        registry.patch(address, { capabilities: declared("capabilities"), subscriptions: declared("subscriptions"), updatedAt: Date.now() });
+        registry.patch(address, { capabilities, subscriptions: declared("subscriptions"), ...(capabilityInfo && { capabilityInfo }), updatedAt: Date.now() });
         return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };
       }
       case ControlOp.READY: {
@@ -181,6 +183,9 @@ export class ControlServer {
     // clients/ for a member of a shared mesh's group, which may not create in the mesh directory.
     const sockets = [entry?.socket ?? actorSocketPath(this.#options.dir, address, 0, 1), clientSocketPath(this.#options.dir, address), `nats:${address}`];
     const socket = typeof p.socket === "string" && sockets.includes(p.socket) ? p.socket : sockets[0]!;
+    // A pool's instance has the mesh file's capabilities and subscriptions too, as its siblings do.
+    const capabilities = [...new Set([...(entry?.capabilities ?? []), ...stringList(p.capabilities)])];
+    const capabilityInfo = parseCapabilityInfo(p.capability_info, capabilities);
     this.#bind(channel, address, "actor");
     clearTimeout(this.#graceTimers.get(address));
     this.#graceTimers.delete(address);
@@ -188,8 +193,8 @@ export class ControlServer {
     if (Number.isSafeInteger(grace) && grace > 0) this.#graceMs.set(address, grace);
     registry.upsert({
       name: entry?.name ?? address, instance: entry?.instance ?? 0, address, id: stableAgentId(address, this.#options.meshName, hostname()), socket,
-      // A pool's instance has the mesh file's capabilities and subscriptions too, as its siblings do.
-      capabilities: [...new Set([...(entry?.capabilities ?? []), ...stringList(p.capabilities)])],
+      capabilities,
+      ...(capabilityInfo && { capabilityInfo }),
       subscriptions: [...new Set([...(entry?.subscriptions ?? []), ...stringList(p.subscriptions)])],
       health: "starting", kind: "actor", external: true,
       ...(Number.isSafeInteger(p.pid) && { pid: p.pid as number }),

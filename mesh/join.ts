@@ -11,7 +11,7 @@ import { clientSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } 
 import { ErrorCode, HermesError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
-import { Registry, type RegistryUpdate } from "./registry.ts";
+import { Registry, type CapabilityInfo, type RegistryUpdate } from "./registry.ts";
 import { schedulerPicker, schedulerFromEnv, type Scheduler } from "./routing.ts";
 import type { MeshTransport } from "./transport.ts";
 
@@ -49,6 +49,8 @@ export interface ActorJoin extends JoinBase {
   external?: { graceMs?: number };
   /** Capabilities its module declares, added to the mesh file's. */
   capabilities?: readonly string[];
+  /** Descriptions and payload schemas of those capabilities (A2A skills, MCP tools at the gateway). */
+  capabilityInfo?: Readonly<Record<string, CapabilityInfo>>;
   /**
    * Runs once the node listens and before the supervisor hears "ready" (an actor's `init`).
    * Messages arriving meanwhile wait in the node's handlers; a throw fails the join.
@@ -159,6 +161,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       ({ heartbeatMs } = await control.register(options.spawnSecret, {
         capabilities: options.capabilities ?? [],
         subscriptions: options.subscriptions ?? [],
+        ...(options.capabilityInfo && { capability_info: { ...options.capabilityInfo } }),
       }, external));
       // The supervisor decides where each instance listens: peers dial what its entry says.
       socketPath = registry.byAddress(address)?.socket;

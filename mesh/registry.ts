@@ -46,6 +46,86 @@ export interface RegistryEntry {
    * goes its entry stays, down, until it registers again.
    */
   external?: boolean;
+  /**
+   * What the actor's module says about its capabilities (`defineActor({ capabilityInfo })`):
+   * a description and the JSON Schema of a request's payload, per capability. The gateway
+   * publishes them as A2A skills and MCP tools (docs/interop.md). Bounded at registration.
+   */
+  capabilityInfo?: Record<string, CapabilityInfo>;
+}
+
+/**
+ * A capability described for callers that are not in the mesh (A2A skills, MCP tools).
+ *
+ * @example
+ * const info: CapabilityInfo = { description: "Evaluates arithmetic", inputSchema: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] } };
+ */
+export interface CapabilityInfo {
+  description?: string;
+  /** JSON Schema (an object schema) of the request payload. */
+  inputSchema?: Record<string, unknown>;
+}
+
+/** Bounds of what one member may declare: the registry goes to every member on every change. */
+export const CAPABILITY_INFO_LIMITS = { descriptionChars: 2000, schemaBytes: 32 * 1024, schemaDepth: 32 } as const;
+
+/**
+ * Checks what a member declares about its capabilities (the `capability_info` of `register`),
+ * keeping only capabilities it serves. Throws HermesError code 2 naming the capability and the
+ * reason when a description or schema is not a string or a JSON object, or over the limits.
+ *
+ * @example
+ * parseCapabilityInfo({ calculator: { description: "2+2" } }, ["calculator"]); // { calculator: { description: "2+2" } }
+ */
+export function parseCapabilityInfo(value: unknown, capabilities: readonly string[]): Record<string, CapabilityInfo> | undefined {
+  if (value === undefined || value === null) return undefined;
+  const refuse = (path: string, why: string): never => {
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `capability_info${path}: ${why}`, { reason: why, path: `capability_info${path}`, expected: "{ <capability>: { description?: string, inputSchema?: JSON Schema object } }" });
+  };
+  if (!isPlainObject(value)) refuse("", "not a map");
+  const info: Record<string, CapabilityInfo> = {};
+  for (const [capability, declared] of Object.entries(value as Record<string, unknown>)) {
+    const path = `.${capability}`;
+    if (!capabilities.includes(capability)) refuse(path, `'${capability}' is not one of the capabilities it serves (${capabilities.join(", ") || "none"})`);
+    if (!isPlainObject(declared)) refuse(path, "not a map");
+    const { description, inputSchema, ...rest } = declared as Record<string, unknown>;
+    if (Object.keys(rest).length > 0) refuse(path, `unknown field '${Object.keys(rest)[0]}'`);
+    const one: CapabilityInfo = {};
+    if (description !== undefined) {
+      if (typeof description !== "string") refuse(`${path}.description`, "not a string");
+      if ((description as string).length > CAPABILITY_INFO_LIMITS.descriptionChars) refuse(`${path}.description`, `over ${CAPABILITY_INFO_LIMITS.descriptionChars} characters`);
+      one.description = description as string;
+    }
+    if (inputSchema !== undefined) {
+      if (!isPlainObject(inputSchema)) refuse(`${path}.inputSchema`, "not a JSON Schema object");
+      if (depthOf(inputSchema, CAPABILITY_INFO_LIMITS.schemaDepth + 1) > CAPABILITY_INFO_LIMITS.schemaDepth) refuse(`${path}.inputSchema`, `nested deeper than ${CAPABILITY_INFO_LIMITS.schemaDepth}`);
+      let text: string;
+      try {
+        text = JSON.stringify(inputSchema);
+      } catch {
+        return refuse(`${path}.inputSchema`, "not JSON");
+      }
+      if (text.length > CAPABILITY_INFO_LIMITS.schemaBytes) refuse(`${path}.inputSchema`, `over ${CAPABILITY_INFO_LIMITS.schemaBytes} bytes as JSON`);
+      // A copy through JSON: only JSON values stay (no binary, no ext types, no undefined).
+      one.inputSchema = JSON.parse(text);
+    }
+    info[capability] = one;
+  }
+  return Object.keys(info).length > 0 ? info : undefined;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Nesting depth of a JSON-like value, counting stops past `stop`. */
+function depthOf(v: unknown, stop: number, depth = 0): number {
+  if (depth >= stop || typeof v !== "object" || v === null) return depth;
+  let deepest = depth + 1;
+  for (const child of Object.values(v)) deepest = Math.max(deepest, depthOf(child, stop, depth + 1));
+  return deepest;
 }
 
 const entrySchema = (z: Zod) =>
@@ -66,6 +146,7 @@ const entrySchema = (z: Zod) =>
     kind: z.enum(["actor", "client"]).optional(),
     host: z.string().min(1).optional(),
     external: z.boolean().optional(),
+    capabilityInfo: z.record(z.string(), z.object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() })).optional(),
   }) satisfies z.ZodType<RegistryEntry>;
 
 /** What a patch may change: anything but the address, which is the key. */
@@ -146,8 +227,22 @@ const ENTRY_FIELDS = new Map<string, { check: FieldCheck; optional?: true }>([
   ["kind", { check: (v) => KINDS.has(v), optional: true }],
   ["host", { check: nonEmpty, optional: true }],
   ["external", { check: (v) => typeof v === "boolean", optional: true }],
+  ["capabilityInfo", { check: isCapabilityInfoMap, optional: true }],
 ]);
 const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.optional).length;
+
+/** What zod would accept and give back unchanged as `capabilityInfo`. */
+function isCapabilityInfoMap(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  for (const info of Object.values(v)) {
+    if (!isPlainObject(info)) return false;
+    for (const key of Object.keys(info)) {
+      const value = info[key];
+      if (key === "description" ? value !== undefined && typeof value !== "string" : key === "inputSchema" ? value !== undefined && !isPlainObject(value) : true) return false;
+    }
+  }
+  return true;
+}
 
 /** A plain map with exactly these own keys. */
 function hasExactly(v: unknown, keys: readonly string[]): v is Record<string, any> {

@@ -104,6 +104,7 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
       spawnSecret,
       ...(options.external && { external: options.external }),
       capabilities: definition.capabilities ?? [],
+      ...(definition.capabilityInfo && { capabilityInfo: definition.capabilityInfo }),
       subscriptions: definition.subscribe ?? [],
       ...(options.token !== undefined && { token: options.token }),
       ...(options.window !== undefined && { window: options.window }),

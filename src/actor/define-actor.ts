@@ -1,4 +1,5 @@
 import type { Envelope, Payload } from "../../mesh/envelope.ts";
+import type { CapabilityInfo } from "../../mesh/registry.ts";
 import type { ActorContext, InitContext } from "./actor-context.ts";
 
 /**
@@ -11,6 +12,12 @@ export interface ActorDefinition<State = unknown> {
   name?: string;
   /** Capabilities this actor serves (capability routing). */
   capabilities?: readonly string[];
+  /**
+   * What callers outside the mesh should know about a capability: a description and the JSON
+   * Schema of the request payload. The gateway publishes each as an A2A skill and each one
+   * with an `inputSchema` as an MCP tool (docs/interop.md). Keys must be capabilities the actor serves.
+   */
+  capabilityInfo?: Readonly<Record<string, CapabilityInfo>>;
   /** Topic patterns whose events this actor receives (`*` one level, `#` any levels). */
   subscribe?: readonly string[];
   /** Handlers running at once. Default 1. */

@@ -24,6 +24,7 @@ const UPDATES: unknown[] = [
   { type: "upsert", entry: { ...ENTRY, address: "cli-1", kind: "client", pid: undefined } },
   { type: "patch", address: "echo#1", changes: { queueDepth: 3, inFlight: 1, updatedAt: 5 } },
   { type: "patch", address: "echo#1", changes: { health: "down", pid: 7 } },
+  { type: "patch", address: "echo#1", changes: { capabilityInfo: { echo: { description: "echoes", inputSchema: { type: "object", properties: { a: { type: "string" } } } }, other: {} } } },
   { type: "patch", address: "echo#1", changes: {} },
   { type: "remove", address: "echo#1" },
 ];
