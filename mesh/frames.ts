@@ -2,7 +2,8 @@ import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { C1, Packr, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";
-import { MsgpackExt, MsgpackTimestamp, UnreadableValue, readExactly, unpackExact } from "./msgpack-values.ts";
+import { integersAsInt64, MsgpackExt, MsgpackTimestamp, protoFieldsAsMaps, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
+import { readExactly } from "./exact-reader.ts";
 
 /** Codec names. `msgpack` (plain maps) is mandatory; `msgpackr-records` is the fast path between Bun peers. */
 export const CodecName = {
@@ -79,6 +80,7 @@ function problemIn(value: unknown, levelsLeft: number, path: string[]): string |
     if (kind === UnreadableValue) return (value as UnreadableValue).reason;
     if (value === C1) return "0xc1 is never used in MessagePack";
     if (value instanceof Promise) return "a Promise has no MessagePack form (was an await forgotten?)";
+    if (kind === Map) return problemInMap(value as Map<unknown, unknown>, levelsLeft, path);
     // Any other object is written as its enumerable properties, as msgpackr writes it.
   }
   if (levelsLeft === 0) return TOO_DEEP;
@@ -92,6 +94,24 @@ function problemIn(value: unknown, levelsLeft: number, path: string[]): string |
   for (const key in value) {
     const problem = problemIn((value as Record<string, unknown>)[key], levelsLeft - 1, path);
     if (problem !== undefined) return path.push(key), problem;
+  }
+  return undefined;
+}
+
+/** A Map goes as a MessagePack map: its keys may be any scalar, never an array or a map. */
+function problemInMap(map: Map<unknown, unknown>, levelsLeft: number, path: string[]): string | undefined {
+  if (levelsLeft === 0) return TOO_DEEP;
+  let i = 0;
+  for (const [key, field] of map) {
+    i++;
+    if (typeof key === "object" && key !== null) {
+      const kind = key.constructor;
+      if (Array.isArray(key) || kind === Object || kind === Map || kind === undefined) return path.push(`<key ${i}>`), `map key ${i} is ${Array.isArray(key) ? "an array" : "a map"}: map keys must be scalars`;
+    }
+    const keyProblem = typeof key === "object" && key !== null ? problemIn(key, 1, path) : problemIn(key, levelsLeft - 1, path);
+    if (keyProblem !== undefined) return path.push(`<key ${i}>`), keyProblem;
+    const problem = problemIn(field, levelsLeft - 1, path);
+    if (problem !== undefined) return path.push(String(key)), problem;
   }
   return undefined;
 }
@@ -120,6 +140,10 @@ export function approximateBytes(value: unknown, levelsLeft = MAX_PAYLOAD_DEPTH)
         for (const item of value) total += approximateBytes(item, levelsLeft - 1);
         return total;
       }
+      if (value instanceof Map) {
+        for (const [key, field] of value) total += approximateBytes(key, 1) + approximateBytes(field, levelsLeft - 1);
+        return total;
+      }
       for (const key in value) total += key.length + 1 + approximateBytes((value as Record<string, unknown>)[key], levelsLeft - 1);
       return total;
     }
@@ -141,6 +165,13 @@ export interface FrameCodec {
 }
 
 /**
+ * Maps are decoded as Maps and settled (settleDecodedMaps): objects when every key is a string,
+ * Maps when a key is a number, a boolean, nil, binary, a timestamp or an extension, so those keys
+ * come back as they went. Down to the frame map, the payload map, its 512 levels and a margin.
+ */
+const SETTLED_LEVELS = MAX_PAYLOAD_DEPTH + 8;
+
+/**
  * Plain MessagePack maps: what every implementation speaks. `copyBuffers` because the bytes a
  * socket hands over are reused after the callback returns. `int64AsType: "auto"` because other
  * encoders send every integer past 32 bits (any ms timestamp) as int64/uint64, which msgpackr
@@ -151,14 +182,14 @@ export interface FrameCodec {
 export function createPlainCodec(): FrameCodec {
   let packr: Packr | undefined;
   // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
-  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
+  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: false, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
     encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
     decode(bytes, start = 0, end = bytes.length) {
       if (mayHoldRecordTag(bytes.subarray(start, end))) return readExactly(bytes, start, end);
       try {
-        return unpackExact(unpackr, bytes, start, end);
+        return settleDecodedMaps(unpackExact(unpackr, bytes, start, end), SETTLED_LEVELS);
       } catch (error) {
         try {
           return readExactly(bytes, start, end);
@@ -168,39 +199,6 @@ export function createPlainCodec(): FrameCodec {
       }
     },
   };
-}
-
-/**
- * msgpackr writes an integer beyond 32 bits as a float64, which typed peers (Python, Go) read as
- * a float where the sender wrote an int. Every integral number up to 2^53 beyond 32 bits, in the
- * frame's fields and anywhere in the payload, goes out as BigInt instead, which msgpackr writes as
- * int64. Copies only what changes: a payload without such numbers is passed on as it is.
- */
-function integersAsInt64(value: unknown, levelsLeft: number): unknown {
-  if (typeof value === "number") {
-    return (value > 0xffffffff || value < -0x80000000) && Number.isInteger(value) && value <= 2 ** 53 && value >= -(2 ** 53) ? BigInt(value) : value;
-  }
-  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
-  if (Array.isArray(value)) {
-    let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const field = value[i];
-      if (typeof field !== "number" && typeof field !== "object") continue;
-      const item = integersAsInt64(field, levelsLeft - 1);
-      if (item !== field) (copy ??= value.slice())[i] = item;
-    }
-    return copy ?? value;
-  }
-  const kind = value.constructor;
-  if (kind !== Object && kind !== undefined) return value;
-  let copy: Record<string, unknown> | undefined;
-  for (const key in value) {
-    const field = (value as Record<string, unknown>)[key];
-    if (typeof field !== "number" && typeof field !== "object") continue;
-    const item = integersAsInt64(field, levelsLeft - 1);
-    if (item !== field) (copy ??= { ...value })[key] = item;
-  }
-  return copy ?? value;
 }
 
 /**
@@ -224,11 +222,11 @@ function mayHoldRecordTag(body: Uint8Array): boolean {
  */
 export function createRecordsCodec(): FrameCodec {
   let packr: Packr | undefined;
-  const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: true, int64AsType: "auto" as "bigint" });
+  const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: false, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACKR_RECORDS,
-    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(value),
-    decode: (bytes, start = 0, end = bytes.length) => unpackExact(unpackr, bytes, start, end),
+    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(protoFieldsAsMaps(value, MAX_PAYLOAD_DEPTH + 1)),
+    decode: (bytes, start = 0, end = bytes.length) => settleDecodedMaps(unpackExact(unpackr, bytes, start, end), SETTLED_LEVELS),
   };
 }
 

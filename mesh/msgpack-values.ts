@@ -3,6 +3,8 @@
  * exactly (docs/protocol.md §3, "payload values"): a timestamp keeps its seconds and
  * nanoseconds (`MsgpackTimestamp`), an extension type of any code keeps its type and bytes
  * (`MsgpackExt`). Integers past 2^53 are BigInt and bin is a Uint8Array, as msgpackr reads them.
+ * A map whose keys are not all strings is a `Map` (settleDecodedMaps), and the walks the codecs
+ * make before writing (integersAsInt64, protoFieldsAsMaps) keep ints ints and `__proto__` a field.
  *
  * msgpackr keeps its extension table in module state shared by every Packr and Unpackr in the
  * process, so this file takes over all 256 type codes once, at import. While a frame codec
@@ -170,6 +172,69 @@ export function unpackExact(unpackr: Unpackr, bytes: Uint8Array, start: number, 
 }
 
 /**
+ * Turns the maps of a freshly decoded value (decoders run with `mapsAsObjects: false`, so every
+ * MessagePack map arrives as a `Map`) into what handlers get: a plain object when every key is a
+ * string, and a `Map` otherwise, so that keys that are numbers, booleans, nil, binary, timestamps
+ * or extensions keep their type and are written back as they came. A string key `__proto__` is an
+ * own property (never the prototype). A key that is an array or a map is unreadable: the payload
+ * check refuses it with code 2 naming its path. Changes `value` in place; stops `levelsLeft` down,
+ * where the payload check refuses what nests deeper.
+ */
+export function settleDecodedMaps(value: unknown, levelsLeft: number): unknown {
+  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
+  const kind = value.constructor;
+  if (kind === Object) {
+    const fields = value as Record<string, unknown>;
+    for (const key in fields) {
+      const field = fields[key];
+      if (typeof field === "object" && field !== null) fields[key] = settleDecodedMaps(field, levelsLeft - 1);
+    }
+    return value;
+  }
+  if (kind === Array) {
+    const items = value as unknown[];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item === "object" && item !== null) items[i] = settleDecodedMaps(item, levelsLeft - 1);
+    }
+    return value;
+  }
+  if (kind !== Map) return value;
+  const map = value as Map<unknown, unknown>;
+  let keys: "strings" | "other" = "strings";
+  let i = 0;
+  for (const key of map.keys()) {
+    i++;
+    if (typeof key === "string") continue;
+    if (typeof key === "object" && key !== null && (Array.isArray(key) || key.constructor === Map || key.constructor === Object)) {
+      return new UnreadableValue(`map key ${i} is ${Array.isArray(key) ? "an array" : "a map"}: map keys must be scalars`);
+    }
+    keys = "other";
+  }
+  if (keys === "other") {
+    for (const [key, field] of map) if (typeof field === "object" && field !== null) map.set(key, settleDecodedMaps(field, levelsLeft - 1));
+    return map;
+  }
+  const object: Record<string, unknown> = {};
+  for (const [key, field] of map) {
+    const settled = typeof field === "object" && field !== null ? settleDecodedMaps(field, levelsLeft - 1) : field;
+    setOwn(object, key as string, settled);
+  }
+  return object;
+}
+
+/**
+ * Sets an own field, also one named `__proto__` (an assignment would set the prototype instead).
+ *
+ * @example
+ * setOwn(copy, key, value); // where key may come from the wire
+ */
+export function setOwn(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  else object[key] = value;
+}
+
+/**
  * One extension value, read exactly. `fixext1` says it came as a fixext 1: `d4 00 00` (type 0,
  * byte 0) is msgpackr's encoding of undefined, which stays undefined so that a JavaScript peer's
  * undefined survives and those three bytes go back unchanged.
@@ -309,148 +374,85 @@ function writeExtension(type: number, data: Uint8Array, allocate: Allocate): voi
 const FIXEXT: Record<number, number> = { 1: 0xd4, 2: 0xd5, 4: 0xd6, 8: 0xd7, 16: 0xd8 };
 
 /**
- * Reads one whole MessagePack value from `bytes[start..end)` without msgpackr: the plain codec's
- * reader for the bodies msgpackr cannot read as they are (a fixext 1 or 2 of type 0x72, which
- * msgpackr takes for its record definitions even with records off; a map keyed by an array).
- * It gives what `unpackExact` gives (maps as objects with string keys, int64 as a number up to
- * 2^53 and BigInt beyond, bin as Uint8Array, extensions as above) and puts an UnreadableValue
- * where JavaScript cannot be given the value, so the payload check can name its path. Throws on
- * bytes that are not exactly one value.
+ * msgpackr writes an integer beyond 32 bits as a float64, which typed peers (Python, Go) read as
+ * a float where the sender wrote an int. Every integral number up to 2^53 beyond 32 bits, in the
+ * frame's fields and anywhere in the payload, goes out as BigInt instead, which msgpackr writes as
+ * int64. Copies only what changes: a payload without such numbers is passed on as it is.
  */
-export function readExactly(bytes: Uint8Array, start = 0, end = bytes.length): unknown {
-  const reader = new ExactReader(bytes, start, end);
-  const value = reader.value(0);
-  if (reader.at !== end) throw new Error(`${end - reader.at} bytes after the value`);
-  return value;
-}
-
-/** Deeper than any payload may nest (the frame map, the payload map, 512 levels, a margin): refused outright. */
-const MAX_READ_DEPTH = 520;
-const text = new TextDecoder();
-
-class ExactReader {
-  at: number;
-  readonly #bytes: Uint8Array;
-  readonly #view: DataView;
-  readonly #end: number;
-
-  constructor(bytes: Uint8Array, start: number, end: number) {
-    this.#bytes = bytes;
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.at = start;
-    this.#end = end;
+export function integersAsInt64(value: unknown, levelsLeft: number): unknown {
+  if (typeof value === "number") {
+    return (value > 0xffffffff || value < -0x80000000) && Number.isInteger(value) && value <= 2 ** 53 && value >= -(2 ** 53) ? BigInt(value) : value;
   }
-
-  value(depth: number): unknown {
-    if (depth > MAX_READ_DEPTH) throw new RangeError(`nests deeper than ${MAX_READ_DEPTH} levels`);
-    const token = this.#take(1)[0]!;
-    if (token < 0x80) return token;
-    if (token < 0x90) return this.#map(token & 0x0f, depth);
-    if (token < 0xa0) return this.#array(token & 0x0f, depth);
-    if (token < 0xc0) return text.decode(this.#take(token & 0x1f));
-    if (token >= 0xe0) return token - 0x100;
-    const v = this.#view;
-    switch (token) {
-      case 0xc0: return null;
-      case 0xc1: return new UnreadableValue("0xc1 is never used in MessagePack");
-      case 0xc2: return false;
-      case 0xc3: return true;
-      case 0xc4: return new Uint8Array(this.#take(this.#uint(1)));
-      case 0xc5: return new Uint8Array(this.#take(this.#uint(2)));
-      case 0xc6: return new Uint8Array(this.#take(this.#uint(4)));
-      case 0xc7: return this.#extension(this.#uint(1), false);
-      case 0xc8: return this.#extension(this.#uint(2), false);
-      case 0xc9: return this.#extension(this.#uint(4), false);
-      case 0xca: return v.getFloat32(this.#skip(4));
-      case 0xcb: return v.getFloat64(this.#skip(8));
-      case 0xcc: return this.#uint(1);
-      case 0xcd: return this.#uint(2);
-      case 0xce: return this.#uint(4);
-      case 0xcf: return wide(v.getBigUint64(this.#skip(8)));
-      case 0xd0: return v.getInt8(this.#skip(1));
-      case 0xd1: return v.getInt16(this.#skip(2));
-      case 0xd2: return v.getInt32(this.#skip(4));
-      case 0xd3: return wide(v.getBigInt64(this.#skip(8)));
-      case 0xd4: return this.#extension(1, true);
-      case 0xd5: return this.#extension(2, false);
-      case 0xd6: return this.#extension(4, false);
-      case 0xd7: return this.#extension(8, false);
-      case 0xd8: return this.#extension(16, false);
-      case 0xd9: return text.decode(this.#take(this.#uint(1)));
-      case 0xda: return text.decode(this.#take(this.#uint(2)));
-      case 0xdb: return text.decode(this.#take(this.#uint(4)));
-      case 0xdc: return this.#array(this.#uint(2), depth);
-      case 0xdd: return this.#array(this.#uint(4), depth);
-      case 0xde: return this.#map(this.#uint(2), depth);
-      default: return this.#map(this.#uint(4), depth);
+  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const field = value[i];
+      if (typeof field !== "number" && typeof field !== "object") continue;
+      const item = integersAsInt64(field, levelsLeft - 1);
+      if (item !== field) (copy ??= value.slice())[i] = item;
     }
+    return copy ?? value;
   }
-
-  #array(length: number, depth: number): unknown[] {
-    if (length > this.#end - this.at) throw new Error("array longer than the bytes left");
-    const items = new Array(length);
-    for (let i = 0; i < length; i++) items[i] = this.value(depth + 1);
-    return items;
+  const kind = value.constructor;
+  if (kind === Map) {
+    // A Map's keys are written as they are: numbers past 32 bits among them too.
+    let changed = false;
+    const entries = [...(value as Map<unknown, unknown>)].map(([key, field]) => {
+      const entry = [integersAsInt64(key, 1), integersAsInt64(field, levelsLeft - 1)] as const;
+      changed ||= entry[0] !== key || entry[1] !== field;
+      return entry;
+    });
+    return changed ? new Map(entries) : value;
   }
+  if (kind !== Object && kind !== undefined) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const key in value) {
+    const field = (value as Record<string, unknown>)[key];
+    if (typeof field !== "number" && typeof field !== "object") continue;
+    const item = integersAsInt64(field, levelsLeft - 1);
+    if (item !== field) setOwn((copy ??= { ...value }), key, item);
+  }
+  return copy ?? value;
+}
 
-  /** A map whose key JavaScript cannot hold becomes an UnreadableValue in its place (the frame map itself throws). */
-  #map(length: number, depth: number): unknown {
-    if (length * 2 > this.#end - this.at) throw new Error("map longer than the bytes left");
-    const map: Record<string, unknown> = {};
-    let problem: string | undefined;
-    for (let i = 0; i < length; i++) {
-      const key = this.value(depth + 1);
-      const value = this.value(depth + 1);
-      const name = keyName(key);
-      if (name === undefined) problem ??= `map key ${i + 1} is ${describeKey(key)}: map keys must be strings`;
-      else map[name === "__proto__" ? "__proto_" : name] = value;
+/**
+ * msgpackr's records read a field named `__proto__` as `__proto_` (a guard for objects built
+ * from a record's keys). An object that has one goes out as a Map, that is as a plain map, which
+ * arrives as an object with that own field. Copies only what changes.
+ */
+export function protoFieldsAsMaps(value: unknown, levelsLeft: number): unknown {
+  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
+  const kind = value.constructor;
+  if (kind === Array) {
+    const items = value as unknown[];
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item !== "object" || item === null) continue;
+      const settled = protoFieldsAsMaps(item, levelsLeft - 1);
+      if (settled !== item) (copy ??= items.slice())[i] = settled;
     }
-    if (problem === undefined) return map;
-    if (depth === 0) throw new Error(problem);
-    return new UnreadableValue(problem);
+    return copy ?? value;
   }
-
-  #extension(length: number, fixext1: boolean): unknown {
-    const code = this.#take(1)[0]!;
-    return readExtension(code > 127 ? code - 256 : code, this.#take(length), fixext1);
+  if (kind === Map) {
+    let changed = false;
+    const entries = [...(value as Map<unknown, unknown>)].map(([key, field]) => {
+      const settled = protoFieldsAsMaps(field, levelsLeft - 1);
+      changed ||= settled !== field;
+      return [key, settled] as const;
+    });
+    return changed ? new Map(entries) : value;
   }
-
-  #uint(size: 1 | 2 | 4): number {
-    const at = this.#skip(size);
-    return size === 1 ? this.#bytes[at]! : size === 2 ? this.#view.getUint16(at) : this.#view.getUint32(at);
+  if (kind !== Object && kind !== undefined) return value;
+  const fields = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const key in fields) {
+    const field = fields[key];
+    if (typeof field !== "object" || field === null) continue;
+    const settled = protoFieldsAsMaps(field, levelsLeft - 1);
+    if (settled !== field) setOwn((copy ??= { ...fields }), key, settled);
   }
-
-  /** Moves past `size` bytes and returns where they start. */
-  #skip(size: number): number {
-    const at = this.at;
-    if (size > this.#end - at) throw new Error("unexpected end of MessagePack data");
-    this.at = at + size;
-    return at;
-  }
-
-  #take(size: number): Uint8Array {
-    const at = this.#skip(size);
-    return this.#bytes.subarray(at, at + size);
-  }
-}
-
-/** int64/uint64 as msgpackr's `int64AsType: "auto"` gives them: a number within ±2^53, a BigInt beyond. */
-function wide(value: bigint): number | bigint {
-  return value >= -(2n ** 53n) && value <= 2n ** 53n ? Number(value) : value;
-}
-
-/** A map key as msgpackr turns it into a property name (strings; numbers, booleans, nil as text), or undefined. */
-function keyName(key: unknown): string | undefined {
-  if (typeof key === "string") return key;
-  if (typeof key === "number" || typeof key === "boolean" || typeof key === "bigint" || key === null) return String(key);
-  return undefined;
-}
-
-function describeKey(key: unknown): string {
-  if (Array.isArray(key)) return "an array";
-  if (key instanceof Uint8Array) return "binary";
-  if (key instanceof MsgpackTimestamp) return "a timestamp";
-  if (key instanceof MsgpackExt) return `an extension of type ${key.type}`;
-  if (key instanceof UnreadableValue) return `unreadable (${key.reason})`;
-  return key === undefined ? "undefined" : "a map";
+  const out = copy ?? fields;
+  return Object.hasOwn(out, "__proto__") ? new Map(Object.entries(out)) : out;
 }

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { type Route, type Envelope, type Payload, HttpMsgType } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
-import { MsgpackExt, MsgpackTimestamp } from "../../mesh/msgpack-values.ts";
+import { MsgpackExt, MsgpackTimestamp, setOwn } from "../../mesh/msgpack-values.ts";
 
 /** The meta/payload version this gateway speaks (docs/protocol.md §7). */
 export const META_VERSION = "1.2";
@@ -87,12 +87,13 @@ export function isAnswer(env: Envelope): boolean {
  * object with one reserved key. A map that itself has exactly one key, a reserved one, is
  * wrapped in `$map` so that it reads back as a map.
  */
-const JSON_FORMS = new Set(["$timestamp", "$ext", "$bigint", "$bin", "$map"]);
+const JSON_FORMS = new Set(["$timestamp", "$ext", "$bigint", "$bin", "$map", "$entries"]);
 
 /**
  * A payload (or a whole answer) as JSON can carry it: a timestamp as
  * `{"$timestamp": {"seconds", "nanoseconds"}}`, an extension as `{"$ext": {"type", "base64"}}`,
- * an integer beyond ±2^53 as `{"$bigint": "<decimal>"}`, binary as `{"$bin": "<base64>"}`.
+ * an integer beyond ±2^53 as `{"$bigint": "<decimal>"}`, binary as `{"$bin": "<base64>"}`, a
+ * map with keys that are not strings (a Map) as `{"$entries": [[key, value], ...]}`.
  * Copies only what changes.
  */
 export function payloadToJson(value: unknown): unknown {
@@ -101,6 +102,7 @@ export function payloadToJson(value: unknown): unknown {
   if (value instanceof MsgpackTimestamp || value instanceof MsgpackExt) return value.toJSON();
   if (value instanceof Uint8Array) return { $bin: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
   if (value instanceof Date && !Number.isNaN(value.getTime())) return MsgpackTimestamp.fromDate(value).toJSON();
+  if (value instanceof Map) return { $entries: [...value].map(([key, field]) => [payloadToJson(key), payloadToJson(field)]) };
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
@@ -114,7 +116,7 @@ export function payloadToJson(value: unknown): unknown {
   for (const key of keys) {
     const field = (value as Record<string, unknown>)[key];
     const item = payloadToJson(field);
-    if (item !== field) (copy ??= { ...value })[key] = item;
+    if (item !== field) setOwn((copy ??= { ...value }), key, item);
   }
   const out = copy ?? value;
   return keys.length === 1 && JSON_FORMS.has(keys[0]!) ? { $map: out } : out;
@@ -158,6 +160,17 @@ export function payloadFromJson(value: unknown, path = "payload"): unknown {
     }
     case "$bin":
       return bytesOfBase64(inner, path, form);
+    case "$entries": {
+      if (!Array.isArray(inner) || !inner.every((entry) => Array.isArray(entry) && entry.length === 2)) throw badForm(path, form, "a list of [key, value] pairs");
+      const entries = inner.map(([key, field], i) => [payloadFromJson(key, `${path}.<key ${i + 1}>`), payloadFromJson(field, `${path}.${String(key)}`)] as const);
+      // Only string keys: a map as any other (what the mesh would hand a handler anyway).
+      if (entries.every(([key]) => typeof key === "string")) {
+        const map: Record<string, unknown> = {};
+        for (const [key, field] of entries) setOwn(map, key as string, field);
+        return map;
+      }
+      return new Map(entries);
+    }
     case "$map": {
       if (typeof inner !== "object" || inner === null || Array.isArray(inner)) throw badForm(path, form, "a JSON object");
       return fieldsFromJson(inner as Record<string, unknown>, path);
@@ -169,7 +182,7 @@ export function payloadFromJson(value: unknown, path = "payload"): unknown {
 
 function fieldsFromJson(map: Record<string, unknown>, path: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(map)) out[key] = payloadFromJson(field, `${path}.${key}`);
+  for (const [key, field] of Object.entries(map)) setOwn(out, key, payloadFromJson(field, `${path}.${key}`));
   return out;
 }
 
@@ -182,6 +195,6 @@ function badForm(path: string, form: string, problem: string): HermesError {
   const reason = `${path}: ${form}: ${problem}`;
   return new HermesError(ErrorCode.INVALID_REQUEST, `payload refused: ${reason}`, {
     reason,
-    expected: { $timestamp: { seconds: "int", nanoseconds: "0..999999999" }, $ext: { type: "-128..127", base64: "string" }, $bigint: "decimal string", $bin: "base64", $map: "object" },
+    expected: { $timestamp: { seconds: "int", nanoseconds: "0..999999999" }, $ext: { type: "-128..127", base64: "string" }, $bigint: "decimal string", $bin: "base64", $map: "object", $entries: "[[key, value], ...]" },
   });
 }

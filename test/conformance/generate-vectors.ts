@@ -58,6 +58,7 @@ function wireValue(value: unknown): unknown {
     if ("$ext" in form) return new RawBytes(extension(form.$ext.type, Buffer.from(form.$ext.base64, "base64")));
     if ("$bigint" in form) return BigInt(form.$bigint);
     if ("$bin" in form) return Uint8Array.from(Buffer.from(form.$bin, "base64"));
+    if ("$entries" in form) return new Map(form.$entries.map(([k, v]: [unknown, unknown]) => [wireValue(k), wireValue(v)]));
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, wireValue(v)]));
   }
   return value;
@@ -187,6 +188,11 @@ const VALID: ValidCase[] = [
       past_2_53: { $bigint: "9007199254740993" },
       past_32_bits: 5_000_000_000,
       half: 0.5,
+    })],
+  ["request-payload-typed-keys", "Maps keyed by integers (a positive fixint, a negative fixint, a uint16) and by a boolean and nil, in the JSON form `$entries` of section 7: a receiver keeps each key's type and passes the map on with the same keys (a JavaScript receiver gives a Map).", "envelope",
+    request({ message_id: id(17), seq: 17 }, {
+      by_int: { $entries: [[1, "one"], [-1, "minus one"], [1000, "thousand"]] },
+      by_bool_nil: { $entries: [[true, "yes"], [null, "nothing"]] },
     })],
   ["request-ttl-expired", "A valid request with ttl 0: it arrived with no life left. It is not handled; the receiver answers it with an error envelope of code 9 (TTL_EXPIRED).", "envelope",
     request({ message_id: id(13), seq: 13, ttl: 0 }), 9],

@@ -110,7 +110,9 @@ def same(got, want, sent):
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(same(g, w, s) for g, w, s in zip(got, want, sent))
     if isinstance(want, dict):
-        return isinstance(got, dict) and got.keys() == want.keys() and all(same(got[k], want[k], sent[k]) for k in want)
+        # Keys equal in type too: in Python 1 == 1.0 == True.
+        kinds = lambda d: sorted((type(k).__name__, repr(k)) for k in d)
+        return isinstance(got, dict) and kinds(got) == kinds(want) and all(same(got[k], want[k], sent[k]) for k in want)
     return type(got) is type(want) and got == want
 
 
@@ -127,6 +129,17 @@ for code in range(-128, 128):
     byte = code & 0xff
     for raw in (bytes([0xD4, byte, 0x10]), bytes([0xC7, 3, byte, 0x70, 0x71, 0x72])):
         cases.append(("ext", "type %d %s" % (code, raw.hex("-")), spliced(raw), Ext(code, raw[-1:] if raw[0] == 0xD4 else raw[-3:]), None))
+# Map keys that are not strings: each type comes back as it went ("__proto__" as an ordinary key).
+TYPED_KEYS = [
+    {1: "int", -1: "neg", 2**40: "wide", 2**63: "uint64", 1.5: "float"},
+    {True: "t", False: "f"},
+    {None: "nil"},
+    {b"k": "bin", "s": "str"},
+    {"__proto__": {"x": 1}, "y": 2},
+    {"s": 1, 2: {3: [4, {5: "deep"}]}},
+]
+for n, value in enumerate(TYPED_KEYS):
+    cases.append(("keys", "typed keys %d %r" % (n, value), spliced(msgpack.packb(value)), value, None))
 UNREADABLE = [
     ("timestamp with 10^9 nanoseconds", "d7-ff-ee-6b-28-00-00-00-00-00"),
     ("timestamp of 5 bytes", "c7-05-ff-00-00-00-00-00"),
@@ -178,7 +191,7 @@ while len(answers) < len(cases) and time.time() < deadline:
         sock.sendall(frame(msgpack.packb({"message_type": "ack", "seq": highest})))
 sock.close()
 
-summary = {"suite": 0, "suite_equal": 0, "ext": 0, "ext_equal": 0, "unreadable": [], "after": None, "failures": [], "unanswered": 0}
+summary = {"suite": 0, "suite_equal": 0, "ext": 0, "ext_equal": 0, "keys": 0, "keys_equal": 0, "unreadable": [], "after": None, "failures": [], "unanswered": 0}
 for message_id, (kind, label, _payload, want, sent) in pending.items():
     answer = answers.get(message_id)
     if answer is None:

@@ -2,7 +2,7 @@
  * Payload fidelity through real processes (docs/protocol.md §3, "payload values"): every value of
  * the public msgpack-test-suite, in every encoding it lists, sent in a request payload `{ v }`
  * and echoed by actors/echo.ts comes back equal, on every path: a foreign Python client speaking
- * plain msgpack (to echo, and through an actor that asks echo: actor to actor), a Bun client on
+ * plain msgpack (to echo, to echo on Deno, and through an actor that asks echo: actor to actor), a Bun client on
  * msgpackr records, a Bun peer on plain msgpack, and the HTTP gateway with its JSON forms. What
  * JavaScript cannot be given is refused at once with code 2 naming `payload.v`, and the
  * connection goes on.
@@ -37,6 +37,8 @@ interface PythonSummary {
   suite_equal: number;
   ext: number;
   ext_equal: number;
+  keys: number;
+  keys_equal: number;
   unreadable: Array<{ label: string; type: string; code: number; reason: string }>;
   after: unknown;
   failures: string[];
@@ -58,6 +60,9 @@ supervisor:
       module: {ACTORS}/echo.ts
     - actor: forwarder
       module: {FIXTURES}/forwarder.ts
+    - actor: deno-echo
+      module: {ACTORS}/echo.ts
+      runtime: deno
 `, { gateway: { port: 0 } });
   });
   afterAll(async () => {
@@ -72,12 +77,14 @@ supervisor:
   }
 
   function expectPythonSummary(summary: PythonSummary, path: string): void {
-    console.log(`${path}: ${summary.suite_equal} of ${summary.suite} suite encodings equal, ${summary.ext_equal} of ${summary.ext} extension encodings equal`);
+    console.log(`${path}: ${summary.suite_equal} of ${summary.suite} suite encodings equal, ${summary.ext_equal} of ${summary.ext} extension encodings equal, ${summary.keys_equal} of ${summary.keys} maps with typed keys equal`);
     expect(summary.failures).toEqual([]);
     expect(summary.suite).toBe(233);
     expect(summary.suite_equal).toBe(233);
     expect(summary.ext).toBe(255 * 2);
     expect(summary.ext_equal).toBe(255 * 2);
+    expect(summary.keys).toBe(6);
+    expect(summary.keys_equal).toBe(6);
     expect(summary.unreadable).toHaveLength(4);
     for (const refusal of summary.unreadable) {
       expect({ label: refusal.label, type: refusal.type, code: refusal.code }).toEqual({ label: refusal.label, type: "error", code: 2 });
@@ -94,10 +101,14 @@ supervisor:
     expectPythonSummary(await python("forwarder"), "python -> forwarder -> echo");
   });
 
-  test("a Bun client on msgpackr records gets every suite value back equal, from echo and through the forwarder", async () => {
+  test.skipIf(!PYTHON)("the same from Python to echo running on Deno", async () => {
+    expectPythonSummary(await python("deno-echo"), "python -> echo on deno");
+  });
+
+  test("a Bun client on msgpackr records gets every suite value back equal, from echo, through the forwarder and from echo on Deno", async () => {
     const client = await t.client();
     const plain = createPlainCodec();
-    for (const target of ["echo", "forwarder"]) {
+    for (const target of ["echo", "forwarder", "deno-echo"]) {
       const answers = await Promise.all(encodings.map(async ({ raw }) => {
         const { v } = plain.decode(splicedPayload(raw)) as { v: unknown };
         return (await client.request(target, { v }, { timeoutMs: 10_000 })).payload.v;
@@ -159,6 +170,8 @@ supervisor:
       literal: { $map: { $bin: "a map whose only key is $bin, not binary" } },
       list: [{ $timestamp: { seconds: 0, nanoseconds: 1 } }, { $ext: { type: 114, base64: "cHFy" } }],
       plain: { n: 5_000_000_000, s: "名字" },
+      typed_keys: { $entries: [[1, "int"], [true, { $entries: [[null, "nil"]] }], [{ $bin: "aw==" }, "bin"]] },
+      own_proto: JSON.parse(`{"__proto__": {"x": 1}, "y": 2}`),
     };
     const post = (body: unknown) =>
       fetch(`${t.mesh.gateway!.url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/hermes+json" }, body: JSON.stringify(body) });
