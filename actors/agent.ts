@@ -7,6 +7,7 @@ import { runAgent } from "../src/agent/agent-loop.ts";
 import type { ChatMessage, ChatModel } from "../src/agent/chat-types.ts";
 import { chainToMessages, readChain } from "../src/agent/context-chain.ts";
 import { LongTermMemory } from "../src/agent/long-term-memory.ts";
+import { mcpServersUsed, mountMcpServers, type McpMount } from "../src/agent/mcp-tools.ts";
 import { OpenAICompatibleModel } from "../src/agent/openai-client.ts";
 import { loadScript } from "../src/agent/script-file.ts";
 import { ScriptedModel } from "../src/agent/scripted-model.ts";
@@ -24,6 +25,7 @@ interface AgentState {
   tools: ToolRegistry;
   memory: ShortTermMemory;
   facts: LongTermMemory | undefined;
+  mcp: McpMount | undefined;
 }
 
 /**
@@ -38,22 +40,27 @@ interface AgentState {
  * scripted provider also `notice` (first), saying the answer is scripted and how to point the
  * agents at a real endpoint, and the answer text ends with a line saying so;
  * `{ op: "remember", text, meta? }` stores a long-term fact (agents with a recall namespace).
+ * The MCP servers of the agents file that the agent's `tools:` name (`mcp.<server>.…`) are
+ * started or reached at init, their tools registered, and closed when the actor stops.
  */
 export default defineActor<AgentState>({
   concurrency: Number(process.env.AGENT_CONCURRENCY ?? 16),
-  init(ctx) {
+  async init(ctx) {
     const file = loadAgentsFile(process.env.HERMES_AGENTS_FILE ?? join(import.meta.dirname, "agents.yaml"));
     const config = agentByName(file, ctx.name);
     const model = modelOf(file);
     const dataDir = join(process.env.HERMES_MESH_DIR ?? tmpdir(), "data");
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     mkdirSync(file.sandbox, { recursive: true, mode: 0o700 });
+    const used = mcpServersUsed(config.tools);
+    const mcp = used.length > 0 ? await mountMcpServers(Object.fromEntries(used.map((name) => [name, file.mcp_servers[name]!])), { log: ctx.log }) : undefined;
     return {
       config,
       model,
-      tools: new ToolRegistry(builtinTools({ sandboxDir: file.sandbox, allowedOrigins: file.http_allow })),
+      tools: new ToolRegistry([...builtinTools({ sandboxDir: file.sandbox, allowedOrigins: file.http_allow }), ...(mcp?.tools ?? [])]),
       memory: new ShortTermMemory({ limit: config.memory.limit, keep: config.memory.keep, summarise: summariser(model, config) }),
       facts: config.recall.namespace ? LongTermMemory.open(join(dataDir, `${ctx.name}-facts.db`)) : undefined,
+      mcp,
     };
   },
   async onRequest(request, ctx) {
@@ -89,8 +96,9 @@ export default defineActor<AgentState>({
       usage: { ...outcome.usage },
     };
   },
-  onStop(ctx) {
+  async onStop(ctx) {
     ctx.state.facts?.close();
+    await ctx.state.mcp?.close();
   },
 });
 

@@ -36,6 +36,7 @@ export type { SupervisorEvent } from "./supervisor/supervisor-events.ts";
 // The agent layer: tools, models, memory, the loop.
 export { defineTool, ToolRegistry, type ToolDefinition, type ToolContext } from "./agent/tool-registry.ts";
 export { builtinTools } from "./agent/tools/builtin-tools.ts";
+export { mountMcpServers, type McpMount, type McpServerConfig } from "./agent/mcp-tools.ts";
 export type { ChatModel, ChatMessage } from "./agent/chat-types.ts";
 export { OpenAICompatibleModel } from "./agent/openai-client.ts";
 export { ScriptedModel } from "./agent/scripted-model.ts";

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { z } from "zod";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { MCP_SERVER_NAME, McpServerConfigSchema, mcpServersUsed } from "./mcp-tools.ts";
 
 /** One agent of an agents file: who it is, how it thinks, what it may use. */
 export const AgentConfigSchema = z.strictObject({
@@ -13,7 +14,7 @@ export const AgentConfigSchema = z.strictObject({
   /** Model name sent to the provider (e.g. gpt-4o-mini), or a script name for the scripted provider. */
   model: z.string().min(1),
   temperature: z.number().min(0).max(2).default(0.2),
-  /** Tools the agent may call (names in the tool registry); anything else is refused. */
+  /** Tools the agent may call (names in the tool registry, `mcp.<server>.<tool>`, or `mcp.<server>.*` for all of a server's); anything else is refused. */
   tools: z.array(z.string()).default([]),
   /** Steps (model calls) before the loop gives up. */
   max_steps: z.int().min(1).max(50).default(8),
@@ -42,6 +43,10 @@ export const AgentsFileSchema = z.strictObject({
   sandbox: z.string().default("{mesh}/sandbox"),
   /** Origins the http_fetch tool may reach. */
   http_allow: z.array(z.string()).default([]),
+  /** External MCP servers whose tools agents may use as `mcp.<server>.<tool>` (src/agent/mcp-tools.ts). */
+  mcp_servers: z
+    .record(z.string().regex(MCP_SERVER_NAME), McpServerConfigSchema, { error: (issue) => (issue.code === "invalid_key" ? "a server name matching [a-z][a-z0-9_-]*" : undefined) })
+    .default({}),
   agents: z.array(AgentConfigSchema).min(1),
 });
 export type AgentsFile = z.output<typeof AgentsFileSchema> & { path: string };
@@ -77,9 +82,16 @@ export function loadAgentsFile(path: string): AgentsFile {
     throw new HermesError(ErrorCode.INVALID_REQUEST, lines.join("\n"), { reason: lines[0], expected: "an agents file (docs/agents.md)" });
   }
   const names = new Set<string>();
-  for (const agent of result.data.agents) {
+  for (const [index, agent] of result.data.agents.entries()) {
     if (names.has(agent.name)) throw new HermesError(ErrorCode.INVALID_REQUEST, `${absolute}: agent '${agent.name}' is defined twice`, { reason: "duplicate agent" });
     names.add(agent.name);
+    const servers = Object.keys(result.data.mcp_servers);
+    for (const server of mcpServersUsed(agent.tools).filter((s) => !servers.includes(s))) {
+      const at = agent.tools.findIndex((t) => t.startsWith(`mcp.${server}.`));
+      const node = document.getIn(["agents", index, "tools", at], true) as { range?: [number, number] } | undefined;
+      const reason = `'${agent.tools[at]}' names MCP server '${server}', which mcp_servers does not define (defined: ${servers.join(", ") || "none"})`;
+      throw new HermesError(ErrorCode.INVALID_REQUEST, `${absolute}:${node?.range ? lineCol(text, node.range[0]) : "1:1"}: agents.${index}.tools.${at}: ${reason}`, { reason, expected: "a server of mcp_servers" });
+    }
   }
   const base = dirname(absolute);
   return {
@@ -89,6 +101,8 @@ export function loadAgentsFile(path: string): AgentsFile {
       ? join(process.env.HERMES_MESH_DIR ?? tmpdir(), result.data.sandbox.slice("{mesh}".length))
       : resolve(base, result.data.sandbox),
     provider: { ...result.data.provider, ...(result.data.provider.script && { script: resolve(base, result.data.provider.script) }) },
+    // stdio servers run in (and resolve relative paths from) the agents file's directory unless told otherwise.
+    mcp_servers: Object.fromEntries(Object.entries(result.data.mcp_servers).map(([name, server]) => [name, server.kind === "stdio" ? { ...server, cwd: resolve(base, server.cwd ?? ".") } : server])),
   };
 }
 

@@ -8,7 +8,12 @@ export interface ToolBox {
   call(
     name: string,
     rawArguments: string | object,
-    ctx: { trace_id: string; signal: AbortSignal; onEvent?: (event: Record<string, unknown> & { event: string }) => void },
+    ctx: {
+      trace_id: string;
+      signal: AbortSignal;
+      onEvent?: (event: Record<string, unknown> & { event: string }) => void;
+      onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
+    },
     allowed?: readonly string[],
   ): Promise<{ ok: true; value: unknown; normalized?: string[] } | { ok: false; error: Record<string, unknown>; normalized?: string[] }>;
 }
@@ -33,7 +38,7 @@ export interface AgentTask {
   /** Earlier hops of a multi-hop task, oldest first (the original request first). */
   chain?: ChatMessage[];
   signal: AbortSignal;
-  /** Progress to the requester, one per step. */
+  /** Progress to the requester: one per step, and the progress a running tool reports (`kind: "tool_progress"`). */
   progress?: (step: Record<string, unknown>) => void;
   /** tool_call / tool_result / model events for the event log. */
   onEvent?: (event: Record<string, unknown> & { event: string }) => void;
@@ -105,7 +110,7 @@ export async function runAgent(
     }
     task.progress?.({ agent: config.name, step, kind: "tools", tools: calls.map((c) => c.name) });
     toolCalls += calls.length;
-    const results = await Promise.all(calls.map((call) => runTool(deps.tools, call, config, task)));
+    const results = await Promise.all(calls.map((call) => runTool(deps.tools, call, config, task, step)));
     for (const message of results) {
       turn.push(message);
       deps.memory.add(task.context_id, message);
@@ -118,8 +123,14 @@ export async function runAgent(
   });
 }
 
-async function runTool(tools: ToolBox, call: ToolCall, config: AgentConfig, task: AgentTask): Promise<ChatMessage> {
-  const result = await tools.call(call.name, call.arguments, { trace_id: task.trace_id, signal: task.signal, ...(task.onEvent && { onEvent: task.onEvent }) }, config.tools);
+async function runTool(tools: ToolBox, call: ToolCall, config: AgentConfig, task: AgentTask, step: number): Promise<ChatMessage> {
+  const progress = task.progress;
+  const result = await tools.call(call.name, call.arguments, {
+    trace_id: task.trace_id,
+    signal: task.signal,
+    ...(task.onEvent && { onEvent: task.onEvent }),
+    ...(progress && { onProgress: (p) => progress({ agent: config.name, step, kind: "tool_progress", tool: call.name, ...p }) }),
+  }, config.tools);
   const content = result.ok ? JSON.stringify({ ok: true, result: result.value }) : JSON.stringify({ ok: false, error: result.error });
   return { role: "tool", tool_call_id: call.id, name: call.name, content };
 }

@@ -32,6 +32,15 @@ export interface ToolContext {
   /** Directory the file and shell tools are confined to; overrides the one they were built with. */
   sandboxDir?: string;
   onEvent?(event: ToolEvent): void;
+  /** Progress of a long call (an MCP tool's progress notifications), for the agent's requester. */
+  onProgress?(progress: ToolProgress): void;
+}
+
+/** How far a running call is: `progress` grows; `total` when the tool knows it. */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { ToolSpec } from "./chat-types.ts";
 import { normalizeArguments, readArguments } from "./tool-arguments.ts";
 import type { ToolContext, ToolDefinition, ToolEvent, ToolResult } from "./tool-definition.ts";
 import { describeSchema, validateArguments } from "./tool-validation.ts";
-export { defineTool, TOOL_NAME_PATTERN, type ToolContext, type ToolDefinition, type ToolEvent, type ToolResult } from "./tool-definition.ts";
+export { defineTool, TOOL_NAME_PATTERN, type ToolContext, type ToolDefinition, type ToolEvent, type ToolProgress, type ToolResult } from "./tool-definition.ts";
 
 
 /** Deadline of one tool call when the context gives none. */
@@ -49,10 +49,13 @@ export class ToolRegistry {
     return this.#tools.get(name);
   }
 
-  /** Names of the registered tools, or of those among `allowed`, in registration order. */
+  /**
+   * Names of the registered tools, or of those among `allowed`, in registration order. An
+   * `allowed` entry ending in `.*` grants every tool under that prefix (`mcp.github.*`).
+   */
   names(allowed?: readonly string[]): string[] {
     const names = [...this.#tools.keys()];
-    return allowed ? names.filter((name) => allowed.includes(name)) : names;
+    return allowed ? names.filter((name) => isAllowed(name, allowed)) : names;
   }
 
   /** The tools as the model sees them; only the `allowed` ones when a list is given. */
@@ -99,7 +102,7 @@ export class ToolRegistry {
     if (!tool) {
       throw new HermesError(ErrorCode.TOOL_NOT_FOUND, `no tool named '${name}'`, { requested_tool: name, available_tools: available });
     }
-    if (allowed && !allowed.includes(name)) {
+    if (allowed && !isAllowed(name, allowed)) {
       throw new HermesError(ErrorCode.TOOL_NOT_FOUND, `tool '${name}' is not allowed for this agent`, {
         requested_tool: name,
         available_tools: available,
@@ -108,6 +111,10 @@ export class ToolRegistry {
     }
     return tool;
   }
+}
+
+function isAllowed(name: string, allowed: readonly string[]): boolean {
+  return allowed.some((entry) => entry === name || (entry.endsWith(".*") && name.startsWith(entry.slice(0, -1))));
 }
 
 /**

@@ -36,9 +36,10 @@ const isValue = (symbol: ts.Symbol) => {
 describe("public API", () => {
   const publicNames = exportsOf("src/index.ts");
 
-  test("at most about 60 names, runtime names far fewer than the 124 of before", () => {
-    expect(publicNames.length).toBeLessThanOrEqual(62);
-    expect(publicNames.filter(isValue).length).toBeLessThanOrEqual(36);
+  // 62 names before interop: MCP and A2A (issue 17) add a few entry points and their option types.
+  test("at most about 70 names, runtime names far fewer than the 124 of before", () => {
+    expect(publicNames.length).toBeLessThanOrEqual(72);
+    expect(publicNames.filter(isValue).length).toBeLessThanOrEqual(40);
   });
 
   test("every public name is documented where it is declared, runtime ones with an example", () => {
