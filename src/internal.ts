@@ -35,6 +35,8 @@ export { Scheduler, leastLoaded, roundRobin, weighted, type SchedulingStrategy, 
 export { TopicIndex, topicMatches, validatePattern, validateTopic } from "../mesh/topics.ts";
 export { MeshNode, type MeshNodeOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
 export { createGatewayApp, type GatewayDeps } from "./gateway/gateway-app.ts";
+export { createMcpServer, DEFAULT_MCP_TIMEOUT_MS, TIMEOUT_META_KEY, type McpServerOptions, type MeshMcpServer, type McpMesh } from "./gateway/mcp-server.ts";
+export { mountMcp, MCP_PATH } from "./gateway/mcp-route.ts";
 export { EventLog, type LogEvent } from "./observability/event-log.ts";
 export { ActorMetrics, LATENCY_BUCKETS, type ActorStats } from "./observability/actor-metrics.ts";
 export { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "./observability/prometheus.ts";

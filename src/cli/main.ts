@@ -30,6 +30,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "send a request into a running mesh and print the answer",
     run: async (argv) => (await import("./send.ts")).runSendCommand(argv),
   },
+  mcp: {
+    usage: "mcp [--dir D]",
+    summary: "serve a running mesh's tools to an MCP client (an IDE) over stdio",
+    run: async (argv) => (await import("./mcp.ts")).runMcpCommand(argv),
+  },
   run: {
     usage: "run <workflow.yaml> '<json input>' [--dir D]",
     summary: "run a workflow on a running mesh, streaming its progress (--cancel <run_id>, --validate)",

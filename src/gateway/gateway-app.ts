@@ -7,10 +7,13 @@ import type { EventLog } from "../observability/event-log.ts";
 import { findTrace, renderTrace } from "../observability/trace-tree.ts";
 import { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "../observability/prometheus.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { AGENT_CARD_PATH } from "./a2a-card.ts";
+import { A2A_PATH, mountA2A } from "./a2a-endpoint.ts";
 import { AccessPolicy } from "./access-policy.ts";
 import { dashboardPage } from "./dashboard-page.ts";
 import { HistorySampler } from "./history-sampler.ts";
 import { InvokeHandler, type InvokeResult } from "./invoke-handler.ts";
+import { MCP_PATH, mountMcp } from "./mcp-route.ts";
 import { RecentTraces } from "./recent-traces.ts";
 
 /** What the gateway needs from the mesh. */
@@ -64,8 +67,9 @@ const TRACE_TIMEOUT_MS = 5000;
 
 /**
  * The gateway's HTTP application (hono): `POST /hermes/v1/invoke` (docs/protocol.md §7),
- * the `/hermes/v1/stream` WebSocket, `/health`, `/actors`, `/metrics`, and the dashboard
- * (`/`, with `/api/overview`, `/api/history` and `/api/trace/:id`).
+ * the `/hermes/v1/stream` WebSocket, `/health`, `/actors`, `/metrics`, the dashboard
+ * (`/`, with `/api/overview`, `/api/history` and `/api/trace/:id`), MCP at `/mcp`, and A2A
+ * (`/.well-known/agent-card.json`, `POST /a2a`; docs/interop.md).
  * Every refusal is a coded Hermes error; nothing a client sends can take it down. Only loopback
  * Host values (and the allowed ones) and same-origin browsers (and the allowed origins) are
  * served: see AccessPolicy.
@@ -118,7 +122,7 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
     if (verdict.cors) {
       // An allowed foreign origin: its preflight is answered here (browsers send it without the token).
       if (c.req.method === "OPTIONS") {
-        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST", "access-control-allow-headers": "authorization, content-type, traceparent", "access-control-max-age": "600" });
+        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST, DELETE", "access-control-allow-headers": "authorization, content-type, traceparent, a2a-version, mcp-protocol-version, mcp-session-id, last-event-id", "access-control-max-age": "600" });
       }
       await next();
       for (const [name, value] of Object.entries(verdict.cors)) c.res.headers.set(name, value);
@@ -127,9 +131,9 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
     return next();
   });
 
-  // Authentication: everything but /health and the dashboard page itself (its API calls carry the token).
+  // Authentication: everything but /health, the dashboard page itself (its API calls carry the token) and the public A2A agent card.
   app.use("*", async (c, next) => {
-    if (c.req.path === "/health" || c.req.path === "/") return next();
+    if (c.req.path === "/health" || c.req.path === "/" || c.req.path === AGENT_CARD_PATH) return next();
     const verdict = access.checkToken(c.req.path, c.req.header("authorization"), c.req.query("token"));
     if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
     return next();
@@ -237,7 +241,12 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
   // The page holds no data (its script fetches it with the token); no referrer, so a ?token= in its URL goes nowhere else.
   app.get("/", (c) => c.html(dashboardPage(deps.meshName), 200, { "referrer-policy": "no-referrer" }));
 
-  app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", "/"] }).toPayload(), 404));
+  // MCP tools (docs/interop.md): the actor capabilities that declare an input schema.
+  mountMcp(app, { registry: deps.registry, mesh: deps.node, meshName: deps.meshName, bodyLimit: limit });
+  // A2A (docs/interop.md): the agent card and JSON-RPC, each capability a skill, each task a request.
+  mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
+
+  app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));
   return app;
 }
