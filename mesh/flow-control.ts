@@ -51,6 +51,15 @@ const INITIAL_BYTES = 64 * 1024;
 const HIGH_WATER_BYTES = 256 * 1024;
 
 /**
+ * Microtask turns a due flush waits while frames keep coming: a producer awaiting each send
+ * (`for (...) await send(...)`) adds one frame every turn or two, and without the wait each
+ * frame would be a write of its own. A flush goes once no frame came for IDLE turns (well
+ * under a microsecond for a lone request) or after MOST turns.
+ */
+const FLUSH_IDLE_TURNS = 3;
+const FLUSH_MOST_TURNS = 64;
+
+/**
  * Frames written in one tick are coalesced into one buffer and flushed with one write at the
  * end of the tick (or at once past a high-water mark). Whatever the kernel does not take is
  * kept and resumed on `drain`, since Bun's socket.write buffers nothing.
@@ -64,7 +73,21 @@ export class WriteQueue {
   #blocked = false;
   #idle: Array<() => void> = [];
   #beforeFlush: (() => void) | undefined;
+  /** Frames pushed so far, and at the flush task's last turn; turns waited, and idle ones. */
+  #pushed = 0;
+  #pushedAtTurn = 0;
+  #turns = 0;
+  #idleTurns = 0;
   #flushTask = () => {
+    if (this.#pushed !== this.#pushedAtTurn) {
+      this.#pushedAtTurn = this.#pushed;
+      this.#idleTurns = 0;
+    } else this.#idleTurns++;
+    if (++this.#turns < FLUSH_MOST_TURNS && this.#idleTurns < FLUSH_IDLE_TURNS && !this.#blocked) {
+      queueMicrotask(this.#flushTask);
+      return;
+    }
+    this.#turns = this.#idleTurns = 0;
     this.#scheduled = false;
     this.#beforeFlush?.();
     this.flush();
@@ -104,6 +127,7 @@ export class WriteQueue {
 
   /** Queues one frame: u32be length, then the body. */
   pushFrame(body: Uint8Array): void {
+    this.#pushed++;
     const length = body.length;
     this.#reserve(length + 4);
     const buf = this.#buf;
