@@ -151,7 +151,8 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
   try {
     // A mesh over NATS (docs/nats.md): members reach each other through its servers, loaded only then.
     const nats = natsSettingsOf(dir);
-    if (nats) transport = await (await import("./nats-transport.ts")).natsTransportFor(nats, address);
+    let natsTransport: import("./nats-transport.ts").NatsMeshTransport | undefined;
+    if (nats) transport = natsTransport = await (await import("./nats-transport.ts")).natsTransportFor(nats, address);
     let heartbeatMs = 0;
     if (options.kind === "actor") {
       // In a mesh shared with a group the mesh directory is 2750: a member of the group (another
@@ -166,6 +167,8 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       // The supervisor decides where each instance listens: peers dial what its entry says.
       socketPath = registry.byAddress(address)?.socket;
       if (!socketPath) throw new HermesError(ErrorCode.INTERNAL, `the registry gives ${address} no socket to listen on`);
+      // Over NATS it also reads the shared queue of each capability it serves (the mesh file's included).
+      natsTransport?.serveCapabilities(registry.byAddress(address)?.capabilities ?? []);
     } else if (options.listen) {
       socketPath = transport ? `nats:${address}` : clientSocketPath(dir, address);
     }

@@ -2,12 +2,15 @@
  * NATS JetStream as a mesh transport (docs/nats.md): members reach each other through one stream
  * per mesh instead of sockets. A member's inbox is the subject `hermes.<mesh>.to.<address>` read by
  * one durable pull consumer; `send` is a publish, `settle` the consumer's ack, the credit window
- * its max_ack_pending. The only file that loads the @nats-io packages: a node passes
+ * its max_ack_pending. What is routed by capability goes to that capability's shared queue,
+ * `hermes.<mesh>.cap.<capability>`, which every member serving it reads through one shared
+ * consumer: the first with room takes the job. The only file that loads the @nats-io packages: a node passes
  * `transport: await natsTransport(...)` to MeshNode, so actors on Unix sockets never load it.
  */
 import { connect, headers, type NatsConnection, type Subscription, type TlsOptions } from "@nats-io/transport-node";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type PubAck } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType } from "./envelope.ts";
+import { ANSWERS, DEAD_LETTER_HEADER, Inbox, type InboxLink } from "./nats-inbox.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { checkPayload, createPlainCodec } from "./frames.ts";
 import type { MeshNatsSettings } from "./control-protocol.ts";
@@ -41,20 +44,21 @@ export interface NatsMeshTransport extends MeshTransport {
   readonly maxPayload: number;
   /** Closes every link and inbox, then the connection. */
   close(): Promise<void>;
+  /** Before `listen`: the capabilities the member serves, whose shared queues it reads too. */
+  serveCapabilities(capabilities: readonly string[]): void;
 }
 
 /** Credit a listener offers when it names none: as the socket transport's hello. */
 const DEFAULT_WINDOW = 4096;
 /** Publishes awaiting their PubAck per link: pipelined (an await each is ~8x slower), but bounded. */
 const MAX_IN_FLIGHT = 1024;
-/** Envelopes a link holds beyond those in flight before `send` refuses with code 6 (as a socket Connection); requests remembered to route their answers. */
-const [MAX_BACKLOG, MAX_ASKED] = [100_000, 100_000];
+/** Envelopes a link holds beyond those in flight before `send` refuses with code 6 (as a socket Connection). */
+const MAX_BACKLOG = 100_000;
 /** Room for the Nats-Msg-Id header a publish adds (53 bytes with a 26-character id). */
 const HEADER_BYTES = 64;
-/** Marks an error answer as the broker giving up on a request (max deliveries), not as its handler's answer. */
-const DEAD_LETTER_HEADER = "Hermes-Dead-Letter";
-const ANSWERS: ReadonlySet<string> = new Set([MessageType.RESPONSE, MessageType.ERROR, MessageType.PROGRESS]);
 const READY: Promise<void> = Promise.resolve();
+/** A shared capability queue is pulled a few at a time: what a busy member has not pulled, a free one takes. */
+const CAPABILITY_PULL = 8;
 const utf8 = new TextEncoder();
 
 /**
@@ -141,7 +145,9 @@ class NatsTransport implements NatsMeshTransport {
   #codec = createPlainCodec();
   #nc: NatsConnection;
   #prefix: string;
+  /** Inboxes by durable consumer name: members' own, and the capability queues this process serves. */
   #inboxes = new Map<string, Promise<Inbox>>();
+  #capabilities: readonly string[] = [];
   #connected = true;
   #advisories: Subscription;
 
@@ -166,20 +172,47 @@ class NatsTransport implements NatsMeshTransport {
    * is idempotent for the same config (processes starting at once); 10058: an operator's config won.
    */
   async ensureStream(): Promise<void> {
-    const config = { name: this.stream, subjects: [`${this.#prefix}.to.>`, `${this.#prefix}.dead.>`], retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: this.options.replicas ?? 1 };
-    await this.jsm.streams.add(config).catch((error) => ((error as { code?: number }).code === 10058 ? undefined : Promise.reject(error)));
+    const subjects = [`${this.#prefix}.to.>`, `${this.#prefix}.dead.>`, `${this.#prefix}.cap.>`];
+    const config = { name: this.stream, subjects, retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: this.options.replicas ?? 1 };
+    const added = await this.jsm.streams.add(config).catch((error) => ((error as { code?: number }).code === 10058 ? undefined : Promise.reject(error)));
+    if (added) return;
+    // A stream made before capability queues existed gains their subjects; other settings stay the operator's.
+    const { config: current } = await this.jsm.streams.info(this.stream);
+    const missing = subjects.filter((subject) => !current.subjects?.includes(subject));
+    if (missing.length > 0) await this.jsm.streams.update(this.stream, { subjects: [...(current.subjects ?? []), ...missing] });
   }
 
-  subjectOf = (address: string, kind: "to" | "dead" = "to"): string => `${this.#prefix}.${kind}.${addressToken(address)}`;
+  subjectOf = (address: string, kind: "to" | "dead" | "cap" = "to"): string => `${this.#prefix}.${kind}.${addressToken(address)}`;
+  /** Core NATS (not stored): cancels of what went to a capability's queue, heard by every member serving it. */
+  cancelSubjectOf = (capability: string): string => `${this.#prefix}.cancel.${addressToken(capability)}`;
+
+  /** The capabilities the member listening in this process serves: it reads their shared queues too (join.ts sets them before listen). */
+  serveCapabilities(capabilities: readonly string[]): void {
+    this.#capabilities = [...capabilities];
+  }
 
   async listen(endpoint: string, options: LinkSettings & { onLink(link: MeshLink): void }): Promise<LinkListener> {
     const inbox = await this.#inbox(endpointAddress(endpoint), options.window);
     if (inbox.listener) throw new HermesError(ErrorCode.INVALID_REQUEST, `this process already listens at ${endpoint}`, { reason: "endpoint in use" });
-    // One inbound link for every sender: its peer is the broker.
-    const link = new NatsLink(this, inbox, undefined, { node: `nats:${this.options.mesh}` });
-    options.onLink(link);
-    await inbox.attach(link, true);
-    return { endpoint, close: () => link.close() };
+    // One inbound link for every sender (its peer is the broker), and one per capability queue.
+    const queues = [inbox, ...(await Promise.all(this.#capabilities.map((capability) => this.#capabilityQueue(capability, options.window))))];
+    const links = queues.map((queue) => new NatsLink(this, queue, undefined, { node: `nats:${this.options.mesh}` }));
+    const cancels = this.#capabilities.map((capability, i) => this.#nc.subscribe(this.cancelSubjectOf(capability), {
+      callback: (error, msg) => {
+        const env = error ? undefined : this.decode(msg.data);
+        // Not stored, so nothing to settle (seq 0); the member serving the request aborts it, the others find nothing.
+        if (isValidEnvelope(env) && env.message_type === MessageType.CANCEL) links[i + 1]!.onEnvelope(env, 0, links[i + 1]!);
+      },
+    }));
+    for (const link of links) options.onLink(link);
+    for (const [i, link] of links.entries()) await queues[i]!.attach(link, true);
+    return {
+      endpoint,
+      close: async () => {
+        for (const subscription of cancels) subscription.unsubscribe();
+        await Promise.all(links.map((link) => link.close()));
+      },
+    };
   }
 
   /**
@@ -215,6 +248,11 @@ class NatsTransport implements NatsMeshTransport {
     }
   }
 
+  /** A core NATS publish (nothing stored, nothing acknowledged): settled as soon as it is handed to the client. */
+  async publishCore(subject: string, data: Uint8Array): Promise<void> {
+    this.#nc.publish(subject, data);
+  }
+
   /** Copied: the encoder reuses its buffer, and the client may write the bytes later. */
   encode = (env: Envelope): Uint8Array => this.#codec.encode(env).slice();
 
@@ -224,12 +262,22 @@ class NatsTransport implements NatsMeshTransport {
   }
 
   #inbox(address: string, window = DEFAULT_WINDOW): Promise<Inbox> {
-    let inbox = this.#inboxes.get(address);
+    return this.#open({ address, durable: addressToken(address), subject: this.subjectOf(address), window });
+  }
+
+  /** A capability's shared queue: `=cap=` never starts an address's token (a leading `=` is always followed by two hex digits). */
+  #capabilityQueue(capability: string, window = DEFAULT_WINDOW): Promise<Inbox> {
+    const token = addressToken(capability);
+    return this.#open({ address: `capability:${capability}`, durable: `=cap=${token}`, subject: this.subjectOf(capability, "cap"), window, pull: CAPABILITY_PULL });
+  }
+
+  #open(queue: Parameters<typeof Inbox.open>[1]): Promise<Inbox> {
+    let inbox = this.#inboxes.get(queue.durable);
     if (!inbox) {
-      this.#inboxes.set(address, (inbox = Inbox.open(this, address, window)));
-      inbox.catch(() => this.#inboxes.delete(address)); // the next link tries again
+      this.#inboxes.set(queue.durable, (inbox = Inbox.open(this, queue)));
+      inbox.catch(() => this.#inboxes.delete(queue.durable)); // the next link tries again
     }
-    return inbox.catch((error) => Promise.reject(unavailable(`cannot open the inbox of ${address} on NATS`, error)));
+    return inbox.catch((error) => Promise.reject(unavailable(`cannot open the inbox of ${queue.address} on NATS`, error)));
   }
 
   /**
@@ -238,13 +286,14 @@ class NatsTransport implements NatsMeshTransport {
    * sender gets code 10 marked as a dead letter, which its link hands to onDeadLetter.
    */
   async #deadLetter(advisory: { consumer: string; stream_seq: number; deliveries: number }): Promise<void> {
-    const inbox = await this.#inboxes.get(tokenAddress(advisory.consumer));
+    const inbox = await this.#inboxes.get(advisory.consumer);
     const stored = inbox && (await this.jsm.streams.getMessage(this.stream, { seq: advisory.stream_seq }));
     if (!inbox || !stored) return;
     const error = new HermesError(ErrorCode.UNAVAILABLE, `gave up after ${advisory.deliveries} delivery attempts to ${inbox.address}`, { retry_after_ms: 1000, deliveries: advisory.deliveries });
     const id = `dead-${this.stream}-${advisory.stream_seq}`;
-    await this.publish(this.subjectOf(inbox.address, "dead"), stored.data, id, ["Hermes-Dead-Reason", error.message]);
-    await this.jsm.streams.deleteMessage(this.stream, advisory.stream_seq);
+    // Every member serving a shared queue hears its advisory: the ids make the dead letter and the notice one each.
+    await this.publish(`${this.#prefix}.dead.${inbox.durable}`, stored.data, id, ["Hermes-Dead-Reason", error.message]);
+    await this.jsm.streams.deleteMessage(this.stream, advisory.stream_seq).catch(() => {});
     const env = this.decode(stored.data);
     if (!isValidEnvelope(env) || env.message_type !== MessageType.REQUEST) return;
     const notice = createErrorReply(env, inbox.address, error);
@@ -252,146 +301,8 @@ class NatsTransport implements NatsMeshTransport {
   }
 }
 
-/**
- * A member's inbox in this process: its durable consumer (one per member, never per request: in a
- * cluster each is a Raft group), the unsettled deliveries, the links they go to. It consumes only
- * while a link is attached: a closed member's messages go back for its next life.
- */
-class Inbox {
-  readonly address: string;
-  listener: NatsLink | undefined;
-  #transport: NatsTransport;
-  #window: number;
-  #dialed = new Set<NatsLink>();
-  #messages: Promise<ConsumerMessages> | undefined;
-  #seq = 0;
-  #unsettled = new Map<number, { msg: JsMsg; at: number }>();
-  #held: Array<[Envelope, number]> = [];
-  /** Requests sent by this node's dialed links, by message_id: their answers go back to that link. */
-  #asked = new Map<string, { link: NatsLink; request: Envelope }>();
-  #sweep: ReturnType<typeof setInterval> | undefined;
-
-  private constructor(transport: NatsTransport, address: string, window: number) {
-    [this.#transport, this.address, this.#window] = [transport, address, window];
-  }
-
-  /**
-   * max_ack_pending is the credit window: at most `window` unsettled messages, whoever sent them.
-   * Adding an existing durable updates it (2.9), and two processes adding it at once both succeed.
-   */
-  static async open(transport: NatsTransport, address: string, window: number): Promise<Inbox> {
-    const { options, jsm, stream } = transport;
-    await jsm.consumers.add(stream, {
-      durable_name: addressToken(address), filter_subject: transport.subjectOf(address), ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All,
-      max_ack_pending: window, ack_wait: options.ackWaitMs * 1_000_000, max_deliver: options.maxDeliver,
-    });
-    return new Inbox(transport, address, window);
-  }
-
-  /** Adds a link and makes sure the consumer pulls (code 10 when it cannot). */
-  async attach(link: NatsLink, listener: boolean): Promise<void> {
-    if (listener) this.listener = link;
-    else this.#dialed.add(link);
-    for (const [env, seq] of this.#held.splice(0)) this.#route(env, seq);
-    await (this.#messages ??= this.#consume()).catch((error) => {
-      this.#messages = undefined;
-      this.detach(link);
-      throw unavailable(`cannot consume the inbox of ${this.address}`, error);
-    });
-  }
-
-  detach(link: NatsLink): void {
-    if (this.listener === link) this.listener = undefined;
-    this.#dialed.delete(link);
-    for (const [id, asked] of this.#asked) if (asked.link === link) this.#asked.delete(id);
-    if (!this.listener && this.#dialed.size === 0) void this.#stop();
-  }
-
-  /** Remembers a request sent on `link` so that its answer finds the link; the oldest are forgotten first. */
-  expect(request: Envelope, link: NatsLink): void {
-    this.#asked.set(request.message_id, { link, request });
-    if (this.#asked.size > MAX_ASKED) this.#asked.delete(this.#asked.keys().next().value!);
-  }
-
-  requestsOf = (link: NatsLink): Envelope[] => [...this.#asked.values()].filter((a) => a.link === link).map((a) => a.request);
-
-  /** Acks a delivery once handled (`nak`: gives it back for redelivery now, its answer not stored). */
-  settle(seq: number, nak = false): void {
-    const msg = this.#unsettled.get(seq)?.msg;
-    this.#unsettled.delete(seq);
-    if (nak) msg?.nak(); else msg?.ack(); // acked: from here the server forgets it (work queue)
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.#dialed, ...(this.listener ? [this.listener] : [])].map((link) => link.close()));
-    await this.#stop();
-  }
-
-  async #consume(): Promise<ConsumerMessages> {
-    const consumer = await this.#transport.js.consumers.get(this.#transport.stream, addressToken(this.address));
-    // Pulls expire every 5 s (heartbeats at 2.5): a pull lost with a cluster's consumer leader is noticed in seconds, not 30.
-    const messages = await consumer.consume({ max_messages: Math.min(this.#window, 512), expires: 5000, callback: (msg) => this.#arrive(msg) });
-    this.#sweep ??= setInterval(() => this.#touch(), Math.max(100, this.#transport.options.ackWaitMs / 3));
-    (this.#sweep as { unref?: () => void }).unref?.();
-    return messages;
-  }
-
-  async #stop(): Promise<void> {
-    const messages = this.#messages;
-    [this.#messages, this.#held] = [undefined, []];
-    clearInterval(this.#sweep);
-    this.#sweep = undefined;
-    // Handed back at once for the member's next life rather than after ack_wait.
-    for (const { msg } of this.#unsettled.values()) msg.nak();
-    this.#unsettled.clear();
-    await messages?.then((m) => m.close(), () => {});
-  }
-
-  /**
-   * What this process holds is extended (`working()`) every third of ack_wait while it lives: ack_wait
-   * means "the process is gone", as a broken socket does, not "the handler is slow". (Extending on
-   * progress only would redeliver a long request without progress, or an event awaiting done().)
-   */
-  #touch(): void {
-    const now = Date.now();
-    for (const entry of this.#unsettled.values()) {
-      if (now - entry.at < this.#transport.options.ackWaitMs / 3) continue;
-      entry.at = now;
-      entry.msg.working();
-    }
-  }
-
-  #arrive(msg: JsMsg): void {
-    const env = this.#transport.decode(msg.data);
-    if (!isValidEnvelope(env)) return msg.term(); // what cannot be read now never can: not redelivered
-    // The broker's redeliveries count as attempts, on top of the sender's own resends.
-    if (msg.info.deliveryCount > 1) env.attempt = (env.attempt ?? 1) + msg.info.deliveryCount - 1;
-    // Time spent in the stream, by the server's store time: exact with synchronised clocks, never added.
-    env.ttl -= Math.max(0, Date.now() - Math.floor(msg.info.timestampNanos / 1e6));
-    delete env.seq;
-    const seq = ++this.#seq;
-    this.#unsettled.set(seq, { msg, at: Date.now() });
-    const asked = env.correlation_id !== undefined && msg.headers?.has(DEAD_LETTER_HEADER) ? this.#asked.get(env.correlation_id) : undefined;
-    if (asked?.link.onDeadLetter) {
-      this.#asked.delete(env.correlation_id!);
-      this.settle(seq);
-      return asked.link.onDeadLetter(asked.request, HermesError.fromWire(env));
-    }
-    this.#route(env, seq);
-  }
-
-  #route(env: Envelope, seq: number): void {
-    const id = env.correlation_id;
-    const asked = id !== undefined && ANSWERS.has(env.message_type) ? this.#asked.get(id) : undefined;
-    if (asked && env.message_type !== MessageType.PROGRESS) this.#asked.delete(id!);
-    let link = asked?.link.isOpen ? asked.link : this.listener;
-    if (!link) for (const dialed of this.#dialed) if (dialed.isOpen) link = dialed;
-    if (link) link.onEnvelope(env, seq, link);
-    else this.#held.push([env, seq]);
-  }
-}
-
-type Outgoing = { env: Envelope; bytes: Uint8Array; subject: string; settles: number | undefined };
+/** `core`: published on core NATS, not stored (a cancel of what went to a capability queue). */
+type Outgoing = { env: Envelope; bytes: Uint8Array; subject: string; settles: number | undefined; core?: boolean };
 
 /**
  * A link over the broker. Inbound (a listener's): every message for the member, sent on to each
@@ -399,7 +310,7 @@ type Outgoing = { env: Envelope; bytes: Uint8Array; subject: string; settles: nu
  * flight until the PubAck (stored: the server redelivers from here), then onAcknowledged. An answer
  * acks the delivery it settles only once stored: a crash in between redelivers, losing nothing.
  */
-class NatsLink implements MeshLink {
+class NatsLink implements MeshLink, InboxLink {
   readonly peer: { node: string };
   onAcknowledged: ((env: Envelope) => void) | undefined;
   onUnsendable: ((env: Envelope, error: HermesError) => void) | undefined;
@@ -459,6 +370,11 @@ class NatsLink implements MeshLink {
     if (this.backlogged >= MAX_BACKLOG) throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full", { resource: "send_backlog", used: this.backlogged, limit: MAX_BACKLOG });
     if (this.#to !== undefined && env.message_type === MessageType.REQUEST) this.#home.expect(env, this);
     const out: Outgoing = { env, bytes, subject: to !== undefined ? this.#transport.subjectOf(to) : this.#to!, settles };
+    // Routed by capability (no target_agent): to the capability's shared queue, whatever instance the router picked.
+    if (to === undefined && env.target_agent === undefined && env.capability !== undefined) {
+      const cancel = env.message_type === MessageType.CANCEL;
+      [out.subject, out.core] = [cancel ? this.#transport.cancelSubjectOf(env.capability) : this.#transport.subjectOf(env.capability, "cap"), cancel];
+    }
     if (this.#inFlight.size < MAX_IN_FLIGHT && this.backlogged === 0) this.#publish(out);
     else this.#backlog.push(out);
   }
@@ -496,7 +412,8 @@ class NatsLink implements MeshLink {
   #publish(out: Outgoing): void {
     this.#inFlight.set(out.env, out);
     out.env.seq = ++this.#published; // it went out: a resend counts as a new attempt (peer-link.ts)
-    this.#transport.publish(out.subject, out.bytes, out.env.message_id).then(() => this.#stored(out), (error) => this.#failed(out, error));
+    const sent = out.core ? this.#transport.publishCore(out.subject, out.bytes) : this.#transport.publish(out.subject, out.bytes, out.env.message_id);
+    sent.then(() => this.#stored(out), (error) => this.#failed(out, error));
   }
 
   #stored(out: Outgoing): void {

@@ -21,9 +21,9 @@ afterAll(async () => {
 });
 
 /** A host of mesh `name`: its own supervisor and directory, its actors, the shared NATS server. */
-function host(name: string, host: string, children: string): Promise<TestMesh> {
+function host(name: string, host: string, children: string, meshSettings = ""): Promise<TestMesh> {
   return startTestMesh(`
-mesh: { name: ${name}, transport: nats, nats: { servers: ["${nats.urls[0]}"], host: ${host} } }
+mesh: { name: ${name}, transport: nats, nats: { servers: ["${nats.urls[0]}"], host: ${host} }${meshSettings} }
 supervisor:
   intensity: 100
   period_ms: 5000
@@ -71,6 +71,39 @@ describe("one mesh on two hosts over NATS", () => {
     expect(load.answered()).toBe(total);
     await expectHandledOnce(client, "ledger", total);
   }, 120_000);
+  test("by capability the first free member takes the job: one frozen with SIGSTOP, the other answers everything; cancels reach the one serving", async () => {
+    const name = unique("queue");
+    const worker = (actor: string) => `    - { actor: ${actor}, module: "{ACTORS}/echo.ts", capabilities: [work] }`;
+    // Heartbeats every 10 s on host A: its frozen worker is not found hung (and killed) during the test.
+    await using a = await host(name, "host-a", worker("wa"), ", heartbeat_ms: 10000");
+    await using b = await host(name, "host-b", worker("wb"), ", heartbeat_ms: 100");
+    await waitFor(() => b.mesh.registry.byAddress("wa")?.health === "healthy", "host A's worker seen on host B", 15_000);
+    const client = await b.client();
+    // Both answer while both run.
+    const before = new Set<unknown>();
+    await waitFor(async () => {
+      before.add((await client.request({ capability: "work" }, { op: "count" }, { timeoutMs: 10_000 })).payload.address);
+      return before.size === 2;
+    }, "answers from both workers", 20_000);
+    const frozen = a.pid("wa");
+    process.kill(frozen, "SIGSTOP");
+    try {
+      // Routed while wa still looks healthy: a router picking an instance would leave some with it.
+      const answers = await Promise.all(Array.from({ length: 20 }, () => client.request({ capability: "work" }, { op: "count" }, { timeoutMs: 20_000 })));
+      expect(new Set(answers.map((answer) => answer.payload.address))).toEqual(new Set(["wb"]));
+      // A cancel of a request by capability reaches the member serving it (wb): its handler ends.
+      const controller = new AbortController();
+      const slow = client.request({ capability: "work" }, { sleep_ms: 60_000 }, { timeoutMs: 90_000, signal: controller.signal }).catch((error) => error);
+      await waitFor(() => b.mesh.registry.byAddress("wb")?.inFlight === 1, "wb serving the slow request", 15_000);
+      controller.abort();
+      await slow;
+      await waitFor(() => b.mesh.registry.byAddress("wb")?.inFlight === 0, "the cancel at wb", 15_000);
+    } finally {
+      process.kill(frozen, "SIGCONT");
+    }
+    expect(a.pid("wa")).toBe(frozen);
+  }, 120_000);
+
   test("a program joins through NATS alone (no supervisor, no mesh directory): requests, and events on its subscriptions", async () => {
     const name = unique("remote");
     await using a = await host(name, "host-a", `    - { actor: echo, module: "{ACTORS}/echo.ts" }`);
