@@ -54,14 +54,20 @@ export default defineActor<AgentState>({
     mkdirSync(file.sandbox, { recursive: true, mode: 0o700 });
     const used = mcpServersUsed(config.tools);
     const mcp = used.length > 0 ? await mountMcpServers(Object.fromEntries(used.map((name) => [name, file.mcp_servers[name]!])), { log: ctx.log }) : undefined;
-    return {
-      config,
-      model,
-      tools: new ToolRegistry([...builtinTools({ sandboxDir: file.sandbox, allowedOrigins: file.http_allow }), ...(mcp?.tools ?? [])]),
-      memory: new ShortTermMemory({ limit: config.memory.limit, keep: config.memory.keep, summarise: summariser(model, config) }),
-      facts: config.recall.namespace ? LongTermMemory.open(join(dataDir, `${ctx.name}-facts.db`)) : undefined,
-      mcp,
-    };
+    try {
+      return {
+        config,
+        model,
+        tools: new ToolRegistry([...builtinTools({ sandboxDir: file.sandbox, allowedOrigins: file.http_allow }), ...(mcp?.tools ?? [])]),
+        memory: new ShortTermMemory({ limit: config.memory.limit, keep: config.memory.keep, summarise: summariser(model, config) }),
+        facts: config.recall.namespace ? LongTermMemory.open(join(dataDir, `${ctx.name}-facts.db`)) : undefined,
+        mcp,
+      };
+    } catch (error) {
+      // No onStop follows a failed init: the stdio servers would live on until the process exits.
+      await mcp?.close();
+      throw error;
+    }
   },
   async onRequest(request, ctx) {
     const { config, model, tools, memory, facts } = ctx.state;

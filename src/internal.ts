@@ -36,7 +36,8 @@ export { TopicIndex, topicMatches, validatePattern, validateTopic } from "../mes
 export { MeshNode, type MeshNodeOptions, type DeadLetter, type InboundEvent } from "../mesh/mesh-node.ts";
 export { createGatewayApp, type GatewayDeps } from "./gateway/gateway-app.ts";
 export { createMcpServer, DEFAULT_MCP_TIMEOUT_MS, TIMEOUT_META_KEY, type McpServerOptions, type MeshMcpServer, type McpMesh } from "./gateway/mcp-server.ts";
-export { mountMcp, MCP_PATH } from "./gateway/mcp-route.ts";
+export { mountMcp, MCP_PATH, type McpRouteOptions } from "./gateway/mcp-route.ts";
+export { AccessPolicy, isLoopback, type AccessSettings } from "./gateway/access-policy.ts";
 export { EventLog, type LogEvent } from "./observability/event-log.ts";
 export { ActorMetrics, LATENCY_BUCKETS, type ActorStats } from "./observability/actor-metrics.ts";
 export { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "./observability/prometheus.ts";

@@ -18,6 +18,9 @@ import { DEFAULT_TOOL_TIMEOUT_MS } from "./tool-registry.ts";
 export const MCP_SERVER_NAME = /^[a-z][a-z0-9_-]*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ARGV = "a list: the program and its arguments, e.g. [bun, server.ts]";
+/** How much of a stdio server's stderr an error message quotes (errors reach the model): its last lines, at most this many characters. */
+const STDERR_TAIL_LINES = 5;
+const STDERR_TAIL_CHARS = 400;
 
 /** One entry of `mcp_servers`: `command` (stdio) or `url` (Streamable HTTP), as written in agents.yaml. */
 export const McpServerConfigSchema = z
@@ -81,6 +84,9 @@ export interface McpMount extends AsyncDisposable {
  * definitions. A tool whose name would break the tool name rule, or whose input schema zod
  * cannot read as an object, is skipped and logged. A server that cannot be started or reached
  * fails the whole mount with code 10 naming it and its command or URL (the others are closed).
+ * What reaches an error or a log is redacted: a URL without its credentials and query, the values
+ * that `${NAME}` and `headers_env` brought in replaced by `<redacted>`, and only the last few
+ * lines of a stdio server's stderr.
  *
  * A call validates its arguments against the schema first (code 2), then runs with the call's
  * deadline (code 3) and signal (cancellation reaches the server); progress notifications go to
@@ -90,7 +96,7 @@ export interface McpMount extends AsyncDisposable {
  *
  * @example
  * await using mcp = await mountMcpServers({
- *   files: { kind: "stdio", command: ["bunx", "@modelcontextprotocol/server-filesystem", "/tmp"], env: {} },
+ *   files: { kind: "stdio", command: ["node", "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/tmp"], env: {} },
  *   search: { kind: "http", url: "http://127.0.0.1:8931/mcp", headers_env: { Authorization: "SEARCH_TOKEN" } },
  * }, { log: createLogger({ actor: "coder" }) });
  * const tools = new ToolRegistry([...builtinTools(), ...mcp.tools]);
@@ -166,41 +172,58 @@ class McpServerConnection {
   /** The stdio child's pid (none over HTTP). */
   #pid: () => number | undefined;
   #where: string;
+  /** Takes the secrets of the configuration (a URL's query, expanded variables) out of a text. */
+  #scrub: (text: string) => string;
   #gone: string | undefined;
   #closing = false;
 
-  private constructor(name: string, client: Client, pid: () => number | undefined, where: string) {
+  private constructor(name: string, client: Client, pid: () => number | undefined, where: string, scrub: (text: string) => string) {
     this.name = name;
     this.#client = client;
     this.#pid = pid;
     this.#where = where;
+    this.#scrub = scrub;
   }
 
   static async open(name: string, config: McpServerConfig, options: McpMountOptions): Promise<McpServerConnection> {
     const env = options.env ?? process.env;
-    const where = config.kind === "stdio" ? `command: ${config.command.join(" ")}` : `url: ${config.url}`;
+    const shownUrl = config.kind === "http" ? redactUrl(config.url) : "";
+    const where = config.kind === "stdio" ? `command: ${config.command.join(" ")}` : `url: ${shownUrl}`;
     const [{ Client, StreamableHTTPClientTransport }, { StdioClientTransport }] = await Promise.all([import("@modelcontextprotocol/client"), import("@modelcontextprotocol/client/stdio")]);
+    const secrets: string[] = [];
     const stderr = { tail: "" };
     let transport;
     if (config.kind === "stdio") {
-      const childEnv = Object.fromEntries(Object.entries(config.env).map(([key, value]) => [key, expand(value, env, `${name}.env.${key}`)]));
+      const childEnv = Object.fromEntries(Object.entries(config.env).map(([key, value]) => [key, expand(value, env, `${name}.env.${key}`, secrets)]));
       transport = new StdioClientTransport({ command: config.command[0]!, args: config.command.slice(1), env: childEnv, stderr: "pipe", ...(config.cwd && { cwd: config.cwd }) });
-      // Drained always (a full pipe would stall the server); the tail goes into error messages.
-      transport.stderr?.on("data", (chunk: Buffer) => void (stderr.tail = (stderr.tail + chunk.toString()).slice(-1000)));
+      // Drained always (a full pipe would stall the server); the end of it goes into error messages.
+      transport.stderr?.on("data", (chunk: Buffer) => void (stderr.tail = (stderr.tail + chunk.toString()).slice(-4 * STDERR_TAIL_CHARS)));
     } else {
       const headers = Object.fromEntries(Object.entries(config.headers_env).map(([header, variable]) => {
         const value = env[variable];
         if (value === undefined) throw new HermesError(ErrorCode.INVALID_REQUEST, `MCP server '${name}': headers_env.${header} names $${variable}, which is not set`, { server: name, reason: `$${variable} is not set` });
+        secrets.push(value, ...value.split(/\s+/).slice(1)); // "Bearer <token>": the token alone too
         return [header, value];
       }));
-      transport = new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers } });
+      const url = new URL(config.url);
+      // The query; the password, or a username without one (a token in that place).
+      secrets.push(url.search.slice(1), url.password || url.username);
+      transport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
     }
+    const scrubSecrets = scrubberOf(secrets);
+    // The URL itself, as written or as parsed, is shown redacted; then what else is secret goes.
+    const urls = config.kind === "http" ? [...new Set([config.url, new URL(config.url).href])].sort((a, b) => b.length - a.length) : [];
+    const scrub = (text: string) => scrubSecrets(urls.reduce((out, url) => out.split(url).join(shownUrl), text));
+    const tailOfStderr = (prefix: string, suffix = "") => {
+      const tail = tailOf(scrub(stderr.tail));
+      return tail ? `${prefix}${tail}${suffix}` : "";
+    };
     const timeout = options.startTimeoutMs ?? 30_000;
     // `auto`: probe for 2026-07-28 (`server/discover`), else the 2025 `initialize` handshake. On
     // stdio a silent probe means a 2025 server, so waiting the whole start deadline for it is waste.
     const probe = { timeoutMs: config.kind === "stdio" ? Math.min(timeout, 5000) : timeout };
     const client = new Client({ name: "hermes-mesh", version: VERSION }, { versionNegotiation: { mode: "auto", probe } });
-    const connection = new McpServerConnection(name, client, () => ("pid" in transport ? (transport.pid ?? undefined) : undefined), where);
+    const connection = new McpServerConnection(name, client, () => ("pid" in transport ? (transport.pid ?? undefined) : undefined), where, scrub);
     try {
       await client.connect(transport, { timeout });
       const { tools } = await client.listTools(undefined, { timeout });
@@ -210,20 +233,19 @@ class McpServerConnection {
       const code = (error as { code?: unknown })?.code;
       const reason = code === "REQUEST_TIMEOUT"
         ? `no answer within ${timeout} ms`
-        : code === "CONNECTION_CLOSED" && config.kind === "stdio" ? "the process exited before the MCP handshake completed" : messageOf(error);
-      const tail = stderr.tail.trim() ? `; its stderr ended with: ${stderr.tail.trim()}` : "";
-      throw new HermesError(ErrorCode.UNAVAILABLE, `MCP server '${name}' (${where}) could not be ${config.kind === "stdio" ? "started" : "reached"}: ${reason}${tail}`, {
+        : code === "CONNECTION_CLOSED" && config.kind === "stdio" ? "the process exited before the MCP handshake completed" : scrub(messageOf(error));
+      throw new HermesError(ErrorCode.UNAVAILABLE, `MCP server '${name}' (${where}) could not be ${config.kind === "stdio" ? "started" : "reached"}: ${reason}${tailOfStderr("; its stderr ended with: ")}`, {
         server: name,
-        ...(config.kind === "stdio" ? { command: config.command } : { url: config.url }),
+        ...(config.kind === "stdio" ? { command: config.command } : { url: shownUrl }),
         reason,
       }, { cause: error });
     }
     client.onclose = () => {
-      connection.#gone = `MCP server '${name}' (${where}) closed the connection${stderr.tail.trim() ? ` (its stderr ended with: ${stderr.tail.trim()})` : ""}`;
+      connection.#gone = `MCP server '${name}' (${where}) closed the connection${tailOfStderr(" (its stderr ended with: ", ")")}`;
       live.delete(connection);
       if (!connection.#closing) options.log?.warn(connection.#gone, { server: name });
     };
-    client.onerror = (error) => options.log?.warn(`MCP server '${name}': ${messageOf(error)}`, { server: name });
+    client.onerror = (error) => options.log?.warn(`MCP server '${name}': ${scrub(messageOf(error))}`, { server: name });
     live.add(connection);
     if (!exitHook) {
       exitHook = true;
@@ -270,6 +292,7 @@ class McpServerConnection {
 
   #failure(error: unknown, tool: string, ctx: ToolContext, timeoutMs: number): HermesError {
     const at = { server: this.name, tool };
+    const message = this.#scrub(messageOf(error));
     if (ctx.signal.aborted) {
       return ctx.signal.reason instanceof HermesError
         ? ctx.signal.reason
@@ -281,19 +304,19 @@ class McpServerConnection {
     const status = (error as { data?: { status?: unknown } })?.data?.status;
     if (typeof status === "number") {
       const hermes = status === 401 || status === 403 ? ErrorCode.AUTH_FAILED : status === 429 ? ErrorCode.RATE_LIMIT_EXCEEDED : ErrorCode.UNAVAILABLE;
-      return new HermesError(hermes, `MCP server '${this.name}' (${this.#where}) answered HTTP ${status}: ${messageOf(error)}`, { ...at, http_status: status }, { cause: error });
+      return new HermesError(hermes, `MCP server '${this.name}' (${this.#where}) answered HTTP ${status}: ${message}`, { ...at, http_status: status }, { cause: error });
     }
     if (this.#gone || isConnectionLoss(code, error)) {
-      const detail = this.#gone ?? `MCP server '${this.name}' (${this.#where}) cannot be reached: ${messageOf(error)}`;
-      return new HermesError(ErrorCode.UNAVAILABLE, detail, { ...at, reason: messageOf(error) }, { cause: error });
+      const detail = this.#gone ?? `MCP server '${this.name}' (${this.#where}) cannot be reached: ${message}`;
+      return new HermesError(ErrorCode.UNAVAILABLE, detail, { ...at, reason: message }, { cause: error });
     }
     if (typeof code === "number") {
       // A JSON-RPC error: the server's Hermes code when its data is a Hermes error payload.
       const payload = hermesPayload((error as { data?: unknown }).data);
       if (payload) return withPlace(HermesError.fromWire(payload), at);
-      return new HermesError(ErrorCode.INTERNAL, `MCP tool '${tool}' of server '${this.name}' failed: ${messageOf(error)}`, { ...at, mcp_error_code: code }, { cause: error });
+      return new HermesError(ErrorCode.INTERNAL, `MCP tool '${tool}' of server '${this.name}' failed: ${message}`, { ...at, mcp_error_code: code }, { cause: error });
     }
-    return new HermesError(ErrorCode.INTERNAL, `MCP tool '${tool}' of server '${this.name}' failed: ${messageOf(error)}`, at, { cause: error });
+    return new HermesError(ErrorCode.INTERNAL, `MCP tool '${tool}' of server '${this.name}' failed: ${message}`, at, { cause: error });
   }
 
   async close(): Promise<void> {
@@ -315,13 +338,46 @@ class McpServerConnection {
   }
 }
 
-/** `${NAME}` in a stdio env value from the agent's environment; an unset one is an error. */
-function expand(value: string, env: Record<string, string | undefined>, field: string): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+/** `${NAME}` in a stdio env value from the agent's environment; an unset one is an error. What came from the environment is added to `secrets`. */
+function expand(value: string, env: Record<string, string | undefined>, field: string, secrets: string[]): string {
+  let expanded = false;
+  const result = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
     const found = env[variable];
     if (found === undefined) throw new HermesError(ErrorCode.INVALID_REQUEST, `mcp_servers.${field} uses \${${variable}}, which is not set`, { reason: `$${variable} is not set` });
+    expanded = true;
+    secrets.push(found);
     return found;
   });
+  if (expanded) secrets.push(result);
+  return result;
+}
+
+/**
+ * A URL as errors and logs show it: no credentials, no query (a token often rides there), no fragment.
+ * `http://user:pw@host:8931/mcp?key=k` -> `http://<credentials>@host:8931/mcp?<redacted>`.
+ */
+function redactUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    return `${url.protocol}//${url.username || url.password ? "<credentials>@" : ""}${url.host}${url.pathname}${url.search ? "?<redacted>" : ""}`;
+  } catch {
+    return "<a URL that cannot be read>";
+  }
+}
+
+/** Replaces each secret (the longest first; none shorter than 4 characters, which would hit ordinary words) by `<redacted>`. */
+function scrubberOf(secrets: readonly string[]): (text: string) => string {
+  const found = [...new Set(secrets.filter((s) => s.length >= 4))].sort((a, b) => b.length - a.length);
+  return (text) => found.reduce((out, secret) => out.split(secret).join("<redacted>"), text);
+}
+
+/** The end of a stderr text, fit for an error message: its last lines, capped, without terminal escapes or control characters. */
+function tailOf(text: string): string {
+  const lines = text.replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "").split("\n").map((l) => l.trimEnd()).filter(Boolean);
+  let tail = lines.slice(-STDERR_TAIL_LINES).join("\n");
+  const cut = lines.length > STDERR_TAIL_LINES || tail.length > STDERR_TAIL_CHARS;
+  if (tail.length > STDERR_TAIL_CHARS) tail = tail.slice(-STDERR_TAIL_CHARS);
+  return cut ? `...${tail.trimStart()}` : tail;
 }
 
 /** The SDK's lost-connection errors, and the system errors of a dead peer (ECONNRESET, EPIPE, ...). */

@@ -6,19 +6,19 @@
  */
 import type { Context, Env, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { checkPayload } from "../../mesh/frames.ts";
 import { VERSION } from "../version.ts";
 import { A2A_VERSIONS, AGENT_CARD_PATH, agentCard, legacyAgentCard, skillsOf, type CardSettings } from "./a2a-card.ts";
-import type { A2AServer } from "./a2a-agent.ts";
+import type { A2AMesh, A2AServer } from "./a2a-agent.ts";
 
 /** The JSON-RPC endpoint's path. */
 export const A2A_PATH = "/a2a";
 
 /** What the A2A routes need from the gateway. */
 export interface A2ADeps {
-  node: MeshNode;
+  /** The gateway's mesh node (what the agent uses of it). */
+  node: A2AMesh;
   registry: Registry;
   meshName: string;
   /** Set when the gateway wants a bearer token: the card then says so. */
@@ -50,25 +50,35 @@ const KEEP_ALIVE_MS = 15_000;
 
 type RpcId = string | number | null;
 
+/** The A2A routes once mounted: close() closes the task store (when the first A2A call opened it). */
+export interface A2ARoutes {
+  close(): Promise<void>;
+}
+
 /**
  * Adds the A2A routes to the gateway's app. Authentication is the app's: the card's path must
- * be exempt from its token check, `/a2a` must not.
+ * be exempt from its token check, `/a2a` must not. Call close() when the gateway stops: calls
+ * after it are answered -32603.
  *
  * @example
  * const app = new Hono();
- * mountA2A(app, { node, registry, meshName: "demo", dir, token });
+ * const a2a = mountA2A(app, { node, registry, meshName: "demo", dir, token });
  * // curl http://127.0.0.1:8000/.well-known/agent-card.json -H 'A2A-Version: 1.0'
+ * await a2a.close();
  */
-export function mountA2A<E extends Env>(app: Hono<E>, deps: A2ADeps): void {
+export function mountA2A<E extends Env>(app: Hono<E>, deps: A2ADeps): A2ARoutes {
   const limit = deps.bodyLimit ?? 1024 * 1024;
   let loading: Promise<A2AServer> | undefined;
-  const server = () =>
-    (loading ??= import("./a2a-agent.ts")
+  let closed = false;
+  const server = (): Promise<A2AServer> => {
+    if (closed) return Promise.reject(new Error("the gateway is stopping"));
+    return (loading ??= import("./a2a-agent.ts")
       .then((m) => m.createA2AServer({ node: deps.node, registry: deps.registry, meshName: deps.meshName, version: VERSION, ...(deps.dir && { dir: deps.dir }) }))
       .catch((error) => {
         loading = undefined;
         throw error;
       }));
+  };
   const settings = (c: Context): CardSettings => ({ url: endpointUrl(c), meshName: deps.meshName, version: VERSION, bearer: deps.token !== undefined });
 
   // A 1.0 client says so (the SDK's does); without A2A-Version a client is taken for 0.3, as the SDK's server does.
@@ -102,7 +112,8 @@ export function mountA2A<E extends Env>(app: Hono<E>, deps: A2ADeps): void {
       } catch (error) {
         return c.json(rpcError(call.id, RpcCode.INTERNAL_ERROR, `the A2A endpoint could not start: ${(error as Error).message}`), 500);
       }
-      const outcome = await a2a.handle(body as Record<string, unknown>, call.legacy);
+      const gone = new AbortController();
+      const outcome = await a2a.handle(body as Record<string, unknown>, call.legacy, gone.signal);
       if (outcome.type === "response") return c.json(outcome.body as object);
       // Errors before the first event (an unknown task, a refused message) are a plain JSON-RPC answer, not a stream.
       let first: IteratorResult<unknown>;
@@ -111,9 +122,18 @@ export function mountA2A<E extends Env>(app: Hono<E>, deps: A2ADeps): void {
       } catch (error) {
         return c.json({ jsonrpc: "2.0", id: call.id, error: a2a.rpcError(error, call.legacy) });
       }
-      return sse(first, outcome.events, (error) => ({ jsonrpc: "2.0", id: call.id, error: a2a.rpcError(error, call.legacy) }));
+      return sse(first, outcome.events, (error) => ({ jsonrpc: "2.0", id: call.id, error: a2a.rpcError(error, call.legacy) }), () => gone.abort());
     },
   );
+
+  return {
+    async close() {
+      closed = true;
+      const opened = loading;
+      loading = undefined;
+      (await opened?.catch(() => undefined))?.close();
+    },
+  };
 }
 
 /** A JSON-RPC 2.0 request object (no batches), or why not. Which handler: by the method's name, 1.0 or 0.3. */
@@ -158,11 +178,13 @@ function endpointUrl(c: Context): string {
 }
 
 /**
- * The stream as Server-Sent Events, one JSON-RPC response per `data:` line. Read to its end even
- * after the client has gone: the SDK saves a task's updates as its stream is read, so a client
- * that drops the connection finds the finished task with GetTask (or SubscribeToTask) later.
+ * The stream as Server-Sent Events, one JSON-RPC response per `data:` line. When the client
+ * goes, `onGone` tells the agent (a subscribe stream then ends, a2a-agent.ts), and the rest is
+ * still read, unsent, to its end: a SendStreamingMessage stream must be, since the SDK saves a
+ * task's updates as its stream is read, so a client that drops the connection finds the
+ * finished task with GetTask (or SubscribeToTask) later.
  */
-function sse(first: IteratorResult<unknown>, events: AsyncGenerator<unknown, void, undefined>, errorOf: (error: unknown) => unknown): Response {
+function sse(first: IteratorResult<unknown>, events: AsyncGenerator<unknown, void, undefined>, errorOf: (error: unknown) => unknown, onGone: () => void): Response {
   const encoder = new TextEncoder();
   let open = true;
   const body = new ReadableStream<Uint8Array>({
@@ -173,6 +195,7 @@ function sse(first: IteratorResult<unknown>, events: AsyncGenerator<unknown, voi
           controller.enqueue(encoder.encode(text));
         } catch {
           open = false;
+          onGone();
         }
       };
       const keepAlive = setInterval(() => send(": keep-alive\n\n"), KEEP_ALIVE_MS);
@@ -195,6 +218,7 @@ function sse(first: IteratorResult<unknown>, events: AsyncGenerator<unknown, voi
     },
     cancel() {
       open = false;
+      onGone();
     },
   });
   return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" } });

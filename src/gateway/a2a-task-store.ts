@@ -5,7 +5,7 @@
 import { Buffer } from "node:buffer";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { Task, TaskState, type ListTasksRequest, type ListTasksResponse } from "@a2a-js/sdk";
+import { Message, Task, TaskState, type ListTasksRequest, type ListTasksResponse, type Part } from "@a2a-js/sdk";
 import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import { SqliteDatabase } from "../actor/sqlite-database.ts";
@@ -16,6 +16,16 @@ export interface TaskStoreLimits {
   maxTasks?: number;
   /** Messages kept in a task's history: its first (the request) and the latest. Default 100. */
   maxHistory?: number;
+  /**
+   * Bytes (of JSON) the history keeps after its first message: the latest messages that fit.
+   * Default 256 KiB.
+   */
+  maxHistoryBytes?: number;
+  /**
+   * Bytes (of JSON) of one stored message, in the history or the status: a bigger one keeps its
+   * ids and metadata, and its parts become one text part saying what was left out. Default 64 KiB.
+   */
+  maxMessageBytes?: number;
 }
 
 /** States in which a task is being worked on by a request of this gateway. */
@@ -33,9 +43,11 @@ interface Row {
 /**
  * Tasks as their A2A JSON (`Task.toJSON`), one row each, with the columns ListTasks filters
  * on. Bounded: at most `maxTasks` rows (the oldest finished tasks are evicted first, then the
- * oldest waiting ones, never a running one) and `maxHistory` messages per task, so a request
- * with thousands of progress messages stays one bounded row. Not scoped by user or tenant:
- * the gateway has one token, and whoever holds it sees every task.
+ * oldest waiting ones, never a running one), and per task at most `maxHistory` messages in
+ * `maxHistoryBytes` after the first, each message at most `maxMessageBytes`: a request with
+ * thousands of 16 MiB progress messages stays one row of its artifacts plus about 400 KiB.
+ * Artifacts (the answer) are kept whole. Not scoped by user or tenant: the gateway has one
+ * token, and whoever holds it sees every task.
  *
  * @example
  * const store = SqliteTaskStore.open(join(dir, "data", "a2a-tasks.db"));
@@ -45,12 +57,16 @@ export class SqliteTaskStore implements TaskStore {
   readonly #db: SqliteDatabase;
   readonly #maxTasks: number;
   readonly #maxHistory: number;
+  readonly #maxHistoryBytes: number;
+  readonly #maxMessageBytes: number;
   #saves = 0;
 
   private constructor(db: SqliteDatabase, limits: TaskStoreLimits) {
     this.#db = db;
     this.#maxTasks = limits.maxTasks ?? 10_000;
     this.#maxHistory = Math.max(2, limits.maxHistory ?? 100);
+    this.#maxHistoryBytes = limits.maxHistoryBytes ?? 256 * 1024;
+    this.#maxMessageBytes = limits.maxMessageBytes ?? 64 * 1024;
     db.exec(`
       PRAGMA journal_mode = WAL;
       PRAGMA synchronous = NORMAL;
@@ -83,8 +99,7 @@ export class SqliteTaskStore implements TaskStore {
 
   /** save() without the promise, for the gateway's own bookkeeping (recovery at start). */
   saveNow(task: Task): void {
-    const history = task.history ?? [];
-    const kept = history.length > this.#maxHistory ? { ...task, history: [history[0]!, ...history.slice(history.length - this.#maxHistory + 1)] } : task;
+    const kept = { ...task, history: this.#history(task.history ?? []), status: task.status && { ...task.status, message: task.status.message && this.#bounded(task.status.message).message } };
     const updatedAt = Date.parse(task.status?.timestamp ?? "") || Date.now();
     this.#db
       .query("INSERT INTO a2a_tasks (id, context_id, state, updated_at, json) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, updated_at = excluded.updated_at, json = excluded.json")
@@ -111,7 +126,8 @@ export class SqliteTaskStore implements TaskStore {
     const args: Array<string | number> = [];
     if (params.contextId) where.push("context_id = ?"), args.push(params.contextId);
     if (params.status !== undefined && params.status !== TaskState.TASK_STATE_UNSPECIFIED) where.push("state = ?"), args.push(params.status);
-    if (params.statusTimestampAfter) where.push("updated_at > ?"), args.push(Date.parse(params.statusTimestampAfter));
+    // The spec's "greater than or equal": a task updated at that very millisecond is listed.
+    if (params.statusTimestampAfter) where.push("updated_at >= ?"), args.push(Date.parse(params.statusTimestampAfter));
     const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
     const totalSize = this.#db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM a2a_tasks ${filter}`).get(...args)?.n ?? 0;
     const pageSize = params.pageSize ?? 50;
@@ -149,6 +165,32 @@ export class SqliteTaskStore implements TaskStore {
 
   close(): void {
     this.#db.close();
+  }
+
+  /** The first message (the request), then the latest ones within `maxHistory` and `maxHistoryBytes`, each bounded. */
+  #history(history: readonly Message[]): Message[] {
+    if (history.length === 0) return [];
+    const kept: Message[] = [];
+    let budget = this.#maxHistoryBytes;
+    for (let i = history.length - 1; i >= 1 && kept.length < this.#maxHistory - 1; i--) {
+      const { message, bytes } = this.#bounded(history[i]!);
+      if (bytes > budget) break;
+      budget -= bytes;
+      kept.push(message);
+    }
+    return [this.#bounded(history[0]!).message, ...kept.reverse()];
+  }
+
+  /** The message, or past `maxMessageBytes` the same message with one text part in place of its parts; and its size. */
+  #bounded(message: Message): { message: Message; bytes: number } {
+    const bytes = Buffer.byteLength(JSON.stringify(Message.toJSON(message)));
+    if (bytes <= this.#maxMessageBytes) return { message, bytes };
+    const note: Part = {
+      content: { $case: "text", value: `(${bytes} bytes of this message were not kept: the task store keeps at most ${this.#maxMessageBytes} per message; the answer is in the task's artifact)` },
+      metadata: undefined, filename: "", mediaType: "text/plain",
+    };
+    const stub = { ...message, parts: [note] };
+    return { message: stub, bytes: Buffer.byteLength(JSON.stringify(Message.toJSON(stub))) };
   }
 
   /** Down to `maxTasks`: finished tasks first, then waiting ones (auth required), oldest first; running ones stay. */

@@ -55,6 +55,9 @@ export interface GatewayBindings {
   listener: "tcp" | "unix";
 }
 
+/** The gateway's app, and close() for when the gateway stops (it closes the A2A task store). */
+export type GatewayApp = Hono<{ Bindings: GatewayBindings }> & { close(): Promise<void> };
+
 // Bun upgrades through its server (and the `websocket` handlers given to Bun.serve), Deno the
 // request itself. Loaded by runtime: hono/bun reads Bun's globals as it loads, so Deno cannot import it.
 const { upgradeWebSocket } = (typeof Bun === "undefined" ? await import("hono/deno") : await import("hono/bun")) as typeof import("hono/bun");
@@ -78,8 +81,9 @@ const TRACE_TIMEOUT_MS = 5000;
  * const app = createGatewayApp({ node, registry, meshName: "demo", stats, dir, host: "127.0.0.1" });
  * Bun.serve({ port: 8000, fetch: (req, server) => app.fetch(req, { server, listener: "tcp" }), websocket });
  * // On Deno: Deno.serve({ port: 8000 }, (req) => app.fetch(req, { server: undefined, listener: "tcp" }));
+ * await app.close(); // when the gateway stops, after its listeners
  */
-export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBindings }> {
+export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const app = new Hono<{ Bindings: GatewayBindings }>();
   const access = new AccessPolicy({
     ...(deps.host && { boundHost: deps.host }),
@@ -122,7 +126,7 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
     if (verdict.cors) {
       // An allowed foreign origin: its preflight is answered here (browsers send it without the token).
       if (c.req.method === "OPTIONS") {
-        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST, DELETE", "access-control-allow-headers": "authorization, content-type, traceparent, a2a-version, mcp-protocol-version, mcp-session-id, last-event-id", "access-control-max-age": "600" });
+        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST, DELETE", "access-control-allow-headers": "authorization, content-type, traceparent, a2a-version, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id", "access-control-max-age": "600" });
       }
       await next();
       for (const [name, value] of Object.entries(verdict.cors)) c.res.headers.set(name, value);
@@ -241,14 +245,14 @@ export function createGatewayApp(deps: GatewayDeps): Hono<{ Bindings: GatewayBin
   // The page holds no data (its script fetches it with the token); no referrer, so a ?token= in its URL goes nowhere else.
   app.get("/", (c) => c.html(dashboardPage(deps.meshName), 200, { "referrer-policy": "no-referrer" }));
 
-  // MCP tools (docs/interop.md): the actor capabilities that declare an input schema.
-  mountMcp(app, { registry: deps.registry, mesh: deps.node, meshName: deps.meshName, bodyLimit: limit });
+  // MCP tools (docs/interop.md): the actor capabilities that declare an input schema. Host, Origin and the token were checked above.
+  mountMcp(app, { registry: deps.registry, mesh: deps.node, meshName: deps.meshName, bodyLimit: limit, access: false });
   // A2A (docs/interop.md): the agent card and JSON-RPC, each capability a skill, each task a request.
-  mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
+  const a2a = mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
 
   app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));
-  return app;
+  return Object.assign(app, { close: () => a2a.close() });
 }
 
 /** At most `limit` tasks at a time; the others wait in order. */

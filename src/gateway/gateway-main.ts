@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     stopping = true;
     history.stop();
     await Promise.allSettled([tcp.stop(), unix.stop()]);
+    await app.close();
     removeSocketFile(socket);
     await member.close();
     await events?.close();

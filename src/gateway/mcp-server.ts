@@ -1,10 +1,13 @@
 /**
  * The mesh's tools as an MCP server (docs/interop.md, "MCP"): every actor capability whose
  * registry entry declares an input schema is a tool of that name, and a call is a Hermes
- * request by capability with the arguments as payload. An embedding program may add the agent
- * layer's tools (a ToolRegistry of defineTool tools). Built on the official SDK's low-level
- * `Server`, one instance per HTTP request or stdio connection, so the list is read from the
- * registry at every `tools/list` and follows it.
+ * request by capability with the arguments as payload. Values JSON has no type for travel in the
+ * gateway's JSON forms (invoke-forms.ts: `$bigint`, `$bin`, `$entries`, `$timestamp`, `$ext`), as
+ * over `POST /hermes/v1/invoke`: read from the arguments, written into results, errors and
+ * progress (the agent layer's tools get their arguments as sent). An embedding program may add
+ * the agent layer's tools (a ToolRegistry of defineTool tools). Built on the official SDK's
+ * low-level `Server`, one instance per HTTP request or stdio connection, so the list is read from
+ * the registry at every `tools/list` and follows it.
  */
 import { z } from "zod";
 import {
@@ -24,10 +27,16 @@ import type { RequestOptions } from "../../mesh/requests.ts";
 import { TOOL_NAME_PATTERN } from "../agent/tool-definition.ts";
 import type { ToolRegistry } from "../agent/tool-registry.ts";
 import { VERSION } from "../version.ts";
+import { payloadFromJson, payloadToJson } from "./invoke-forms.ts";
 
 /** Deadline of one call when neither the request's `_meta` nor the options say otherwise. */
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
-/** Over stdio, how long after its last progress notification a result waits at least (see runCall). */
+/**
+ * Over stdio, how long after its last progress notification was written a result waits at least
+ * (see runCall). A heuristic, not a guarantee: nothing in MCP acknowledges a notification, and a
+ * ping round trip (which would) is no longer a server's to send in revision 2026-07-28.
+ * test/cli/mcp.test.ts ("answered at once after its progress") fails without it, on both clients.
+ */
 const PROGRESS_GAP_MS = 20;
 /** The `_meta` key by which a client sets one call's deadline, in ms (bounded by `maxTimeoutMs`). */
 export const TIMEOUT_META_KEY = "hermes-mesh/timeout_ms";
@@ -122,7 +131,9 @@ export function createMcpServer(options: McpServerOptions): MeshMcpServer {
 
   const callCapability = async (capability: string, schema: Tool["inputSchema"], args: Record<string, unknown>, scope: CallScope): Promise<CallToolResult> => {
     checkArguments(capability, schema, args);
-    const reply = await options.mesh.request({ capability }, args, {
+    // The schema describes the JSON; the actor gets the values of its JSON forms ($bigint, $bin, ...), as over POST /hermes/v1/invoke.
+    const payload = payloadFromJson(args, "arguments") as Payload;
+    const reply = await options.mesh.request({ capability }, payload, {
       timeoutMs: scope.timeoutMs,
       signal: scope.signal,
       onProgress: (payload) => scope.progress(payload),
@@ -166,7 +177,7 @@ export function createMcpServer(options: McpServerOptions): MeshMcpServer {
       { name: "hermes-mesh", version: VERSION },
       {
         capabilities: { tools: { listChanged: true } },
-        instructions: `The tools of the hermes-mesh mesh${options.meshName ? ` '${options.meshName}'` : ""}: each is an actor capability (a request to it) or a tool of the program serving. A failed call is an isError result whose structuredContent is the Hermes error (error_code, error_name, detail).`,
+        instructions: `The tools of the hermes-mesh mesh${options.meshName ? ` '${options.meshName}'` : ""}: each is an actor capability (a request to it) or a tool of the program serving. A failed call is an isError result whose structuredContent is the Hermes error (error_code, error_name, detail). Values JSON has no type for are objects with one key, in arguments and results: {"$bigint": "<decimal>"}, {"$bin": "<base64>"}, {"$entries": [[key, value], ...]}, {"$timestamp": {...}}, {"$ext": {...}}.`,
       },
     );
     server.setRequestHandler("tools/list", () => ({ tools: [...catalog().values()].map((s) => s.tool) }));
@@ -237,10 +248,15 @@ async function runCall(served: Served, request: CallToolRequest, ctx: ServerCont
   let lastSentAt = 0;
   const progress: CallScope["progress"] = (update) => {
     if (token === undefined) return;
-    last = typeof update.progress === "number" && update.progress > last ? update.progress : last + 1;
-    const message = typeof update.message === "string" ? update.message : JSON.stringify(update);
-    const params = { progressToken: token, progress: last, ...(typeof update.total === "number" && { total: update.total }), message };
-    notified = notified.then(() => ctx.mcpReq.notify({ method: "notifications/progress", params }).then(() => void (lastSentAt = performance.now()), () => {}));
+    // Called from the mesh link's receive path (or a tool's run): nothing may throw back into it.
+    try {
+      const message = typeof update.message === "string" ? update.message : JSON.stringify(payloadToJson(update));
+      last = typeof update.progress === "number" && update.progress > last ? update.progress : last + 1;
+      const params = { progressToken: token, progress: last, ...(typeof update.total === "number" && { total: update.total }), message };
+      notified = notified.then(() => ctx.mcpReq.notify({ method: "notifications/progress", params }).then(() => void (lastSentAt = performance.now()), () => {}));
+    } catch {
+      // a progress payload not even the JSON forms can carry (a cycle): that notification is dropped, the call goes on
+    }
   };
   try {
     const args = request.params.arguments ?? {};
@@ -248,28 +264,34 @@ async function runCall(served: Served, request: CallToolRequest, ctx: ServerCont
   } catch (error) {
     return failure(HermesError.from(error));
   } finally {
+    // Every notification has been handed to stdout (the transport's send resolved) before the result.
     await notified;
-    // The SDK clients handle a notification a microtask late but a response at once: read from
-    // stdio in the same chunk, the response retires the progress token before the notifications
-    // are seen. A result that follows its last progress closely waits a moment, so it is most
-    // likely read on its own. (Over HTTP each server-sent event is its own read: no wait.)
+    // The SDK clients (v1 and v2 Protocol) handle a notification a microtask late but a response
+    // at once: read from stdio in the same chunk, the response retires the progress token before
+    // the notifications are seen, and they are dropped. Flushing them first is not enough (the
+    // client decides when it reads), so a result that follows its last progress closely waits a
+    // moment, to be read on its own. (Over HTTP each server-sent event is its own read: no wait.)
     const gap = lastSentAt + PROGRESS_GAP_MS - performance.now();
     if (last > 0 && !ctx.http && gap > 0) await new Promise<void>((resolve) => setTimeout(resolve, gap));
   }
 }
 
-/** A successful answer: the payload as structured content (an object; anything else under `result`) and as text. */
+/**
+ * A successful answer: the payload in the gateway's JSON forms (payloadToJson: `$bigint`, `$bin`,
+ * `$entries`, ...) as structured content (an object; anything else under `result`) and as text.
+ */
 function success(value: unknown): CallToolResult {
-  const structured = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : { result: value };
-  return { content: [{ type: "text", text: typeof value === "string" ? value : JSON.stringify(value) }], structuredContent: structured };
+  const json = payloadToJson(value);
+  const structured = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : { result: json };
+  return { content: [{ type: "text", text: typeof json === "string" ? json : (JSON.stringify(json) ?? "null") }], structuredContent: structured };
 }
 
 /** A failed call: the Hermes error payload as structured content, and `error <code> <NAME>: <detail>` as text. */
 function failure(error: HermesError): CallToolResult {
-  const fields = Object.keys(error.fields).length > 0 ? ` ${JSON.stringify(error.fields)}` : "";
+  const fields = Object.keys(error.fields).length > 0 ? ` ${JSON.stringify(payloadToJson(error.fields))}` : "";
   return {
     isError: true,
     content: [{ type: "text", text: `error ${error.code} ${error.codeName}: ${error.message}${fields}` }],
-    structuredContent: { ...error.toPayload() },
+    structuredContent: payloadToJson({ ...error.toPayload() }) as Record<string, unknown>,
   };
 }

@@ -5,7 +5,7 @@
  * and Streamable HTTP, through the tool registry, the agent loop and the agent actor.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadAgentsFile } from "../../src/agent/agent-config.ts";
 import { AgentConfigSchema } from "../../src/agent/agent-config.ts";
@@ -188,6 +188,44 @@ describe("mounting", () => {
     const unset = await mountMcpServers({ web: { kind: "http", url, headers_env: { Authorization: "HM_UNSET_TOKEN" } } }, { env: {} }).catch((e) => e);
     expect(unset).toMatchObject({ code: ErrorCode.INVALID_REQUEST, message: expect.stringContaining("headers_env.Authorization names $HM_UNSET_TOKEN, which is not set") });
   });
+
+  test("an error names a URL without its credentials and query, and no header value", async () => {
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const at = `127.0.0.1:${server.port}/mcp`;
+    server.stop(true);
+    const config: McpServerConfig = { kind: "http", url: `http://agent:pa55-w0rd@${at}?api_key=q-s3cret-key`, headers_env: { Authorization: "HM_WEB_AUTH" } };
+    const error: HermesError = await mountMcpServers({ web: config }, { startTimeoutMs: 5000, env: { HM_WEB_AUTH: "Bearer h3ader-t0ken" } }).catch((e) => e);
+    const shown = JSON.stringify(error.toPayload());
+    expect(error.code).toBe(ErrorCode.UNAVAILABLE);
+    expect(error.message).toContain(`MCP server 'web' (url: http://<credentials>@${at}?<redacted>) could not be reached`);
+    expect(error.fields.url).toBe(`http://<credentials>@${at}?<redacted>`);
+    for (const secret of ["pa55-w0rd", "q-s3cret-key", "h3ader-t0ken"]) expect(shown).not.toContain(secret);
+  });
+
+  test("a stdio server's stderr is quoted by its last lines only, capped, without escapes, and without the values ${NAME} brought in", async () => {
+    // Writes forty lines of noise, then a secret it was given, then waits (never answering) until its stdin closes.
+    const script = [
+      `require("node:fs").appendFileSync(process.env.MCP_FIXTURE_PID_FILE, process.pid + "\\n");`,
+      `for (let i = 0; i < 40; i++) console.error("noise line " + i + " " + "x".repeat(60));`,
+      `console.error("\\x1b[31mfatal:\\x1b[0m cannot open the store with key " + process.env.STORE_KEY);`,
+      `console.error("last words");`,
+      `process.stdin.on("end", () => process.exit(0)); process.stdin.resume();`,
+    ].join("\n");
+    const error: HermesError = await mountMcpServers(
+      { mute: { kind: "stdio", command: [BUN, "-e", script], env: { ...env, STORE_KEY: "${HM_STORE_KEY}" } } },
+      { startTimeoutMs: 1000, env: { HM_STORE_KEY: "k3y-of-the-st0re" } },
+    ).catch((e) => e);
+    expect(error).toBeInstanceOf(HermesError);
+    expect(error.code).toBe(ErrorCode.UNAVAILABLE);
+    expect(error.message).toStartWith("MCP server 'mute'");
+    const tail = error.message.split("its stderr ended with: ")[1]!;
+    expect(tail).toEndWith("fatal: cannot open the store with key <redacted>\nlast words");
+    expect(tail.length).toBeLessThanOrEqual(403);
+    expect(tail.split("\n").length).toBeLessThanOrEqual(5);
+    expect(error.message).not.toContain("noise line 0 ");
+    expect(error.message).not.toContain("\x1b");
+    expect(JSON.stringify(error.toPayload())).not.toContain("k3y-of-the-st0re");
+  }, 20_000);
 });
 
 for (const sdk of ["v1", "v2"] as const) {
@@ -195,7 +233,8 @@ for (const sdk of ["v1", "v2"] as const) {
     test("lists and calls tools with headers from headers_env and progress; a server that dies mid-call is code 10", async () => {
       const child: Child = track(spawnBun(FIXTURE, ["--sdk", sdk, "--http"], env));
       const url = (await child.waitForLine(/^MCP_URL /)).split(" ")[1]!;
-      const mcp = track(await mountMcpServers({ web: { kind: "http", url, headers_env: { "x-token": "HM_TEST_TOKEN" } } }, { env: { HM_TEST_TOKEN: "t0ken" } }));
+      // A key in the query reaches the server, and no error message.
+      const mcp = track(await mountMcpServers({ web: { kind: "http", url: `${url}?key=q-s3cret`, headers_env: { "x-token": "HM_TEST_TOKEN" } } }, { env: { HM_TEST_TOKEN: "t0ken" } }));
       expect(mcp.servers).toEqual([{ name: "web", protocolVersion: sdk === "v1" ? "2025-11-25" : "2026-07-28", pid: undefined }]);
       const tools = new ToolRegistry(mcp.tools);
       expect(tools.names()).toContain("mcp.web.add");
@@ -207,7 +246,9 @@ for (const sdk of ["v1", "v2"] as const) {
       expect(fail(await tools.call("mcp.web.slow", { steps: 1000, delay_ms: 50 }, ctx({ timeoutMs: 200 })))).toMatchObject({ error_code: ErrorCode.TASK_TIMEOUT });
       expect(fail(await tools.call("mcp.web.die", {}, ctx()))).toMatchObject({ error_code: ErrorCode.UNAVAILABLE, server: "web" });
       await child.proc.exited;
-      expect(fail(await tools.call("mcp.web.add", { a: 1, b: 1 }, ctx()))).toMatchObject({ error_code: ErrorCode.UNAVAILABLE, detail: expect.stringContaining(url) });
+      const gone = fail(await tools.call("mcp.web.add", { a: 1, b: 1 }, ctx()));
+      expect(gone).toMatchObject({ error_code: ErrorCode.UNAVAILABLE, detail: expect.stringContaining(`${url}?<redacted>`) });
+      expect(JSON.stringify(gone)).not.toContain("q-s3cret");
     }, 20_000);
   });
 }
@@ -282,6 +323,43 @@ supervisor:
       for (const pid of readFileSync(pids, "utf8").split("\n").filter(Boolean).map(Number)) if (isAlive(pid)) process.kill(pid, "SIGKILL");
     }
   }, 40_000);
+
+  test("an agent whose start fails after its MCP servers were mounted stops them before failing", async () => {
+    using dir = tempDir("hm-mcp-init-");
+    const pids = join(dir.path, "agent-pids");
+    writeFileSync(pids, "");
+    writeFileSync(join(dir.path, "script.yaml"), "tracks:\n  - { agent: keeper, turns: [kept] }\n");
+    writeFileSync(join(dir.path, "agents.yaml"), `
+provider: { kind: scripted, script: script.yaml }
+mcp_servers:
+  calc:
+    command: [${JSON.stringify(BUN)}, ${JSON.stringify(FIXTURE)}, --sdk, v1]
+    env: { MCP_FIXTURE_PID_FILE: ${JSON.stringify(pids)} }
+agents:
+  - { name: keeper, system_prompt: "Keep.", model: m, tools: ["mcp.calc.*"], recall: { namespace: notes } }
+`);
+    // The long-term memory opens after the mount, and cannot: its database path is a directory.
+    mkdirSync(join(dir.path, "data", "keeper-facts.db"), { recursive: true });
+    const saved = { file: process.env.HERMES_AGENTS_FILE, dir: process.env.HERMES_MESH_DIR };
+    process.env.HERMES_AGENTS_FILE = join(dir.path, "agents.yaml");
+    process.env.HERMES_MESH_DIR = dir.path;
+    try {
+      const { default: agent } = await import("../../actors/agent.ts");
+      const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+      const failed = await Promise.resolve(agent.init!({ name: "keeper", address: "keeper", instance: 0, log: quiet } as never)).then(() => undefined, (e: unknown) => e);
+      expect(String(failed)).toContain("unable to open database file");
+      const started = readFileSync(pids, "utf8").split("\n").filter(Boolean).map(Number);
+      expect(started.length).toBeGreaterThan(0);
+      // Without the close they would live until this (the agent's) process exits.
+      await waitFor(() => started.every((pid) => !isAlive(pid)), "the MCP servers of the failed start to stop");
+    } finally {
+      for (const [key, value] of [["HERMES_AGENTS_FILE", saved.file], ["HERMES_MESH_DIR", saved.dir]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      for (const pid of readFileSync(pids, "utf8").split("\n").filter(Boolean).map(Number)) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  }, 20_000);
 });
 
 describe("mcp_servers in agents.yaml", () => {

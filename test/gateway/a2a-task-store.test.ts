@@ -1,7 +1,7 @@
 /** The gateway's stored A2A tasks (src/gateway/a2a-task-store.ts): they outlive the process, and stay bounded. */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { Role, TaskState, type Message, type Task } from "@a2a-js/sdk";
+import { Role, Task, TaskState, type Message } from "@a2a-js/sdk";
 import { SqliteTaskStore } from "../../src/gateway/a2a-task-store.ts";
 import { tempDir } from "../helpers.ts";
 
@@ -36,6 +36,26 @@ describe("SqliteTaskStore", () => {
     store.close();
   });
 
+  test("a task's bytes are bounded: the latest messages within maxHistoryBytes, a message past maxMessageBytes without its parts; the artifact whole", async () => {
+    const store = SqliteTaskStore.open(":memory:", { maxHistoryBytes: 25_000, maxMessageBytes: 20_000 });
+    // Nine progress messages of 10 kB, then a status of 100 kB: far under maxHistory, far over the bytes.
+    const history = [message("m0", "2+2"), ...Array.from({ length: 9 }, (_, i) => message(`m${i + 1}`, "p".repeat(10_000)))];
+    const big = message("last", "s".repeat(100_000));
+    const answer = { artifactId: "answer", name: "answer", description: "", parts: [{ content: { $case: "text" as const, value: "a".repeat(300_000) }, metadata: undefined, filename: "", mediaType: "" }], metadata: undefined, extensions: [] };
+    await store.save(task("t", TaskState.TASK_STATE_WORKING, 1, { history: [...history, big], status: { state: TaskState.TASK_STATE_WORKING, message: big, timestamp: new Date(1).toISOString() }, artifacts: [answer] }));
+    const kept = (await store.load("t"))!;
+    expect(kept.history.map((m) => m.messageId)).toEqual(["m0", "m8", "m9", "last"]);
+    const note = /^\(1000\d\d bytes of this message were not kept: the task store keeps at most 20000 per message/;
+    for (const stub of [kept.history.at(-1)!, kept.status!.message!]) {
+      expect(stub).toMatchObject({ messageId: "last", contextId: "c" });
+      expect(stub.parts).toHaveLength(1);
+      expect(stub.parts[0]!.content).toEqual({ $case: "text", value: expect.stringMatching(note) });
+    }
+    expect(kept.artifacts).toEqual([answer]);
+    expect(JSON.stringify(Task.toJSON(kept)).length).toBeLessThan(300_000 + 30_000);
+    store.close();
+  });
+
   test("past maxTasks the oldest finished tasks go first; running ones stay", async () => {
     const store = SqliteTaskStore.open(":memory:", { maxTasks: 10 });
     await store.save(task("running-oldest", TaskState.TASK_STATE_WORKING, 0));
@@ -63,6 +83,8 @@ describe("SqliteTaskStore", () => {
     expect((await list(store, { status: TaskState.TASK_STATE_FAILED })).tasks.map((t) => t.id)).toEqual(["a3", "a1"]);
     expect((await list(store, { includeArtifacts: true, contextId: "A", pageSize: 1 })).tasks[0]!.artifacts).toHaveLength(1);
     await expect(list(store, { pageToken: "garbage" })).rejects.toThrow("pageToken");
+    // statusTimestampAfter is "greater than or equal": a2 was updated at that very millisecond.
+    expect((await list(store, { contextId: "A", statusTimestampAfter: new Date(102).toISOString() })).tasks.map((t) => t.id)).toEqual(["a4", "a3", "a2"]);
     expect(store.interrupted()).toEqual([]);
     await store.save(task("w", TaskState.TASK_STATE_WORKING, 1));
     expect(store.interrupted().map((t) => t.id)).toEqual(["w"]);

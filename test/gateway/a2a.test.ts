@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from "@a2a-js/sdk";
 import { ClientFactory, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { LegacyJsonRpcTransport, parseLegacyAgentCard } from "@a2a-js/sdk/compat/v0_3/client";
+import { parseLegacyAgentCard } from "@a2a-js/sdk/compat/v0_3/client";
 import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
@@ -47,6 +47,29 @@ const textOf = (parts: readonly Part[] | undefined): string | undefined => {
   const part = parts?.find((p) => p.content?.$case === "text");
   return part?.content?.$case === "text" ? part.content.value : undefined;
 };
+
+/** A fetch for the SDK's options (its type wants `preconnect`). */
+const asFetch = (impl: (input: string | URL | Request, init?: RequestInit) => Promise<Response>): typeof fetch => Object.assign(impl, { preconnect: fetch.preconnect });
+
+/**
+ * A 0.3 client as the SDK builds one from the card URL: the card asked for as a 0.3 client asks
+ * (no A2A-Version: the 0.3 form) and read by the SDK's 0.3 reader, which sees its one 0.3
+ * interface (the SDK's own resolver sends 1.0 and would find the 1.0 interface the 0.3 form also
+ * lists); the JSON-RPC transport factory then picks its compat transport. `methods` records the
+ * JSON-RPC methods it sent.
+ */
+async function legacyClient(base: string): Promise<{ client: Client; methods: string[] }> {
+  const methods: string[] = [];
+  const recording = asFetch(async (input, init) => {
+    if (typeof init?.body === "string") methods.push(JSON.parse(init.body).method);
+    return fetch(input, init);
+  });
+  const client = await new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl: recording, legacyCompat: { enabled: true } })],
+    cardResolver: { resolve: async (url, path) => parseLegacyAgentCard(await json(fetch(new URL(path ?? "/.well-known/agent-card.json", url)))) },
+  }).createFromUrl(base);
+  return { client, methods };
+}
 
 /** The states a stream went through, in order (the task event's, then each status update's). */
 function statesOf(events: readonly StreamResponse[]): TaskState[] {
@@ -130,13 +153,19 @@ describe("A2A on the gateway", () => {
     const t0 = performance.now();
     const events: StreamResponse[] = [];
     let canceled: Task | undefined;
+    const echo = () => t.mesh.registry.byAddress("echo")!.inFlight;
     for await (const event of client.sendMessageStream(send(userMessage({ sleep_ms: 30_000 }, { skill: "echo" })))) {
       events.push(event);
-      if (event.payload?.$case === "task") canceled = await client.cancelTask({ tenant: "", id: event.payload.value.id, metadata: undefined });
+      if (event.payload?.$case === "task") {
+        await waitFor(() => echo() === 1, "the echo actor busy with the task", 10_000);
+        canceled = await client.cancelTask({ tenant: "", id: event.payload.value.id, metadata: undefined });
+      }
     }
     expect(canceled!.status!.state).toBe(TaskState.TASK_STATE_CANCELED);
     expect(statesOf(events).at(-1)).toBe(TaskState.TASK_STATE_CANCELED);
     expect((await client.getTask({ tenant: "", id: canceled!.id })).status!.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // The actor got the Hermes cancel: echo stops sleeping only when cancelled, else it would stay busy for 30 s.
+    await waitFor(() => echo() === 0, "the echo actor free again", 10_000);
     expect(performance.now() - t0).toBeLessThan(20_000);
   });
 
@@ -187,6 +216,26 @@ describe("A2A on the gateway", () => {
     await expect(collect(client.resubscribeTask({ tenant: "", id: started.id }))).rejects.toThrow(/terminal state/);
   });
 
+  test("a task takes 16 subscribers (then -32000, RESOURCE_EXHAUSTED); a subscriber whose client disconnects frees its place at once", async () => {
+    const started = asTask(await client.sendMessage(send(userMessage({ sleep_ms: 30_000 }, { skill: "echo" }), true)));
+    const subscribe = (signal?: AbortSignal) => rpc({ jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: started.id } }, { "A2A-Version": "1.0" }, signal);
+    const gone = new AbortController();
+    const probe = new AbortController();
+    try {
+      // Each answers once it has the task's snapshot: by then it counts.
+      const streams = await Promise.all(Array.from({ length: 16 }, () => subscribe(gone.signal)));
+      expect(streams.map((r) => r.headers.get("content-type"))).toEqual(Array(16).fill("text/event-stream"));
+      const refused = await json(subscribe());
+      expect(refused.error).toMatchObject({ code: -32000, message: expect.stringMatching(/^RESOURCE_EXHAUSTED \(6\): task .* has 16 subscribers/) });
+      // The task runs on for 30 s: only the clients going away can free the places.
+      gone.abort();
+      await waitFor(async () => (await subscribe(probe.signal)).headers.get("content-type") === "text/event-stream", "a place for a new subscriber", 10_000);
+    } finally {
+      probe.abort();
+      await client.cancelTask({ tenant: "", id: started.id, metadata: undefined });
+    }
+  });
+
   test("a finished task cannot be cancelled (-32002), and a running one takes no further message (-32004)", async () => {
     const done = asTask(await client.sendMessage(send(userMessage("1+1", { skill: "calculator" }))));
     await expect(client.cancelTask({ tenant: "", id: done.id, metadata: undefined })).rejects.toThrow();
@@ -200,8 +249,9 @@ describe("A2A on the gateway", () => {
     }
   });
 
-  test("a 0.3 client (the SDK's compat transport) does the same: message/send, message/stream, tasks/get, tasks/cancel", async () => {
-    const legacy = new LegacyJsonRpcTransport({ endpoint: `${url}/a2a` });
+  test("a 0.3 client (the SDK's, from the card URL) does the same: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe", async () => {
+    const { client: legacy, methods } = await legacyClient(url);
+    expect(legacy.protocolVersion).toBe("0.3");
     const task = asTask(await legacy.sendMessage(send(userMessage("2+2", { skill: "calculator" }))));
     expect(task.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(dataOf(task.artifacts[0]!.parts)).toEqual({ result: 4, expression: "2+2" });
@@ -219,10 +269,39 @@ describe("A2A on the gateway", () => {
     expect(failed.status!.state).toBe(TaskState.TASK_STATE_FAILED);
     expect(dataOf(failed.status!.message!.parts)).toMatchObject({ error_code: 2 });
     await expect(legacy.sendMessage(send(userMessage("2+2", { skill: "nope" })))).rejects.toThrow("calculator, echo, refuser");
+    // tasks/resubscribe: the task first, then its updates to the end.
+    const started = asTask(await legacy.sendMessage(send(userMessage({ sleep_ms: 30_000 }, { skill: "echo" }), true)));
+    const resubscribed: StreamResponse[] = [];
+    let cancel: Promise<Task> | undefined;
+    for await (const event of legacy.resubscribeTask({ tenant: "", id: started.id })) {
+      resubscribed.push(event);
+      cancel ??= legacy.cancelTask({ tenant: "", id: started.id, metadata: undefined });
+    }
+    expect((await cancel)!.status!.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(resubscribed[0]!.payload?.$case === "task" && resubscribed[0]!.payload.value.id).toBe(started.id);
+    expect(statesOf(resubscribed).at(-1)).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(new Set(methods)).toEqual(new Set(["message/send", "tasks/get", "message/stream", "tasks/cancel", "tasks/resubscribe"]));
     // The 0.3 wire form: kind-tagged parts and lower-case states.
     const raw = await json(rpc({ jsonrpc: "2.0", id: "w", method: "message/send", params: { message: { kind: "message", messageId: "m03", role: "user", parts: [{ kind: "text", text: "5-1" }], metadata: { skill: "calculator" } } } }));
     expect(raw.result).toMatchObject({ kind: "task", status: { state: "completed" } });
     expect(raw.result.artifacts[0].parts).toEqual([{ kind: "data", data: { result: 4, expression: "5-1" } }, { kind: "text", text: "4" }]);
+  });
+
+  test("the card and /a2a refuse a foreign Host or a foreign browser Origin as every route does (403, code 5)", async () => {
+    const port = new URL(url).port;
+    const card = `${url}/.well-known/agent-card.json`;
+    const getTask = { jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } };
+    for (const response of [await fetch(card, { headers: { host: "rebind.evil.example" } }), await rpc(getTask, { host: `rebind.evil.example:${port}`, "A2A-Version": "1.0" })]) {
+      expect(response.status).toBe(403);
+      expect(await json(response)).toMatchObject({ error_code: 5, auth_method: "host", host: expect.stringContaining("rebind.evil.example") });
+    }
+    for (const response of [await fetch(card, { headers: { origin: "https://evil.example" } }), await rpc(getTask, { origin: "https://evil.example", "A2A-Version": "1.0" })]) {
+      expect(response.status).toBe(403);
+      expect(await json(response)).toMatchObject({ error_code: 5, auth_method: "origin", origin: "https://evil.example" });
+    }
+    // From its own origin, both are served.
+    expect((await fetch(card, { headers: { origin: url } })).status).toBe(200);
+    expect((await json(rpc(getTask, { origin: url, "A2A-Version": "1.0" }))).error.code).toBe(-32001);
   });
 
   test("malformed JSON-RPC gets JSON-RPC errors: -32700, -32600, -32601, -32602, -32009, and 415 for another content type", async () => {
@@ -296,11 +375,11 @@ supervisor:
     expect(legacy.security).toEqual([{ bearer: [] }]);
     const refused = await fetch(`${url}/a2a`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }) });
     expect(refused.status).toBe(401);
-    const withToken: typeof fetch = Object.assign((input: string | URL | Request, init?: RequestInit) => {
+    const withToken = asFetch((input, init) => {
       const headers = new Headers(init?.headers);
       headers.set("authorization", `Bearer ${TOKEN}`);
       return fetch(input, { ...init, headers });
-    }, { preconnect: fetch.preconnect });
+    });
     const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: withToken })] }).createFromUrl(url);
     const task = asTask(await client.sendMessage(send(userMessage("2^10"))));
     expect(task.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);

@@ -90,6 +90,17 @@ export function sharedToolTests(sdk: "v2" | "v1", open: () => Promise<Mcp>): voi
     expect(result.structuredContent).toEqual({ progress: 3, sleep_ms: 100 });
   });
 
+  test(`${sdk}: the gateway's JSON forms in arguments reach the actor as values, and its answer comes back in them`, async () => {
+    await using mcp = await open();
+    const sent = { big: { $bigint: "1152921504606846976" }, small: { $bigint: "42" }, bin: { $bin: "AQID" }, m: { $entries: [[1, "a"]] }, named: { $entries: [["a", 1]] } };
+    const result = await mcp.callTool("echo", sent);
+    expect(result.isError).toBeFalsy();
+    // What the echo actor got and answered, back in JSON: 42 fits a number, a map with string keys is a plain object.
+    const back = { big: { $bigint: "1152921504606846976" }, small: 42, bin: { $bin: "AQID" }, m: { $entries: [[1, "a"]] }, named: { a: 1 } };
+    expect(result.structuredContent).toEqual(back);
+    expect(JSON.parse(result.content[0].text)).toEqual(back);
+  });
+
   test(`${sdk}: a bad expression is an isError result keeping code 2; so are arguments the schema refuses`, async () => {
     await using mcp = await open();
     const bad = await mcp.callTool("calculator", { expression: "2+" });

@@ -120,6 +120,61 @@ describe("createMcpServer", () => {
     expect(changes).toBe(3);
   });
 
+  test("values JSON has no type for (BigInt, binary, Map) travel in the gateway's JSON forms: arguments, results and progress", async () => {
+    const registry = new Registry();
+    registry.upsert(entry("echo", { capabilities: ["echo"], capabilityInfo: { echo: { inputSchema: { type: "object" } } } }));
+    const received: unknown[] = [];
+    const thrownByProgress: unknown[] = [];
+    const mesh: McpMesh = {
+      async request(_route, payload, options) {
+        received.push(payload);
+        // The link calls onProgress in its receive path: whatever goes wrong must stay out of it.
+        for (const update of [{ step: 1, big: 2n ** 60n }, { step: 2, bin: new Uint8Array([1, 2, 3]) }]) {
+          try {
+            options?.onProgress?.(update as never, undefined as never);
+          } catch (error) {
+            thrownByProgress.push(error);
+          }
+        }
+        return { payload: { big: 2n ** 60n, small: 7n, bin: new Uint8Array([1, 2, 3]), m: new Map<unknown, unknown>([[1, "a"]]) } } as unknown as Envelope;
+      },
+    };
+    await using client = await connect({ registry, mesh });
+    const steps: Array<{ progress: number; message?: string }> = [];
+    const result = await client.callTool(
+      { name: "echo", arguments: { n: { $bigint: "1152921504606846976" }, raw: { $bin: "AQID" }, pairs: { $entries: [[1, "a"]] } } },
+      { onprogress: (p) => steps.push(p) },
+    );
+    expect(received).toEqual([{ n: 2n ** 60n, raw: new Uint8Array([1, 2, 3]), pairs: new Map([[1, "a"]]) }]);
+    const forms = { big: { $bigint: "1152921504606846976" }, small: 7, bin: { $bin: "AQID" }, m: { $entries: [[1, "a"]] } };
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual(forms);
+    expect(result.content).toEqual([{ type: "text", text: JSON.stringify(forms) }]);
+    expect(thrownByProgress).toEqual([]);
+    expect(steps).toEqual([
+      { progress: 1, message: JSON.stringify({ step: 1, big: { $bigint: "1152921504606846976" } }) },
+      { progress: 2, message: JSON.stringify({ step: 2, bin: { $bin: "AQID" } }) },
+    ]);
+    // A malformed form is refused before the mesh is asked, naming where it is.
+    const bad = await client.callTool({ name: "echo", arguments: { n: { $bigint: "many" } } });
+    expect(bad).toMatchObject({ isError: true, structuredContent: { error_code: 2, reason: "arguments.n: $bigint: a decimal integer as a string" } });
+    expect(received).toHaveLength(1);
+  });
+
+  test("a failure whose fields hold a BigInt keeps its code, the fields in their JSON forms", async () => {
+    const registry = new Registry();
+    registry.upsert(entry("a", { capabilities: ["quota"], capabilityInfo: { quota: { inputSchema: { type: "object" } } } }));
+    const mesh: McpMesh = {
+      async request() {
+        throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "over quota", { limit: 2n ** 60n });
+      },
+    };
+    await using client = await connect({ registry, mesh });
+    const result = await client.callTool({ name: "quota", arguments: {} });
+    expect(result).toMatchObject({ isError: true, structuredContent: { error_code: 6, limit: { $bigint: "1152921504606846976" } } });
+    expect(result.content).toEqual([{ type: "text", text: 'error 6 RESOURCE_EXHAUSTED: over quota {"limit":{"$bigint":"1152921504606846976"}}' }]);
+  });
+
   test("a deadline in _meta is capped by maxTimeoutMs; the default applies otherwise", async () => {
     const registry = new Registry();
     registry.upsert(entry("a", { capabilities: ["wait"], capabilityInfo: { wait: { inputSchema: { type: "object" } } } }));

@@ -79,6 +79,22 @@ describe("MCP at the gateway's /mcp", () => {
     }
   });
 
+  test("malformed JSON-RPC gets JSON-RPC errors: not JSON -32700, not a message -32600, an unknown method -32601 (both revisions)", async () => {
+    const post = async (body: string, headers: Record<string, string> = {}) => {
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${TOKEN}`, ...headers }, body });
+      const text = await response.text();
+      // A 2025 answer comes as one server-sent event, the others as JSON.
+      const json = response.headers.get("content-type")?.startsWith("text/event-stream") ? text.split("\n").find((line) => line.startsWith("data: "))!.slice(6) : text;
+      return { status: response.status, body: JSON.parse(json) };
+    };
+    expect(await post("{not json")).toEqual({ status: 400, body: { jsonrpc: "2.0", id: null, error: { code: -32700, message: expect.stringContaining("Parse error") } } });
+    expect(await post(JSON.stringify({ jsonrpc: "2.0", id: 1 }))).toMatchObject({ status: 400, body: { id: null, error: { code: -32600 } } });
+    expect(await post(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such", params: {} }))).toEqual({ status: 200, body: { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found" } } });
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": { name: "curl", version: "1" } };
+    const modern = await post(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "no/such", params: { _meta: meta } }), { "mcp-protocol-version": "2026-07-28", "mcp-method": "no/such" });
+    expect(modern).toEqual({ status: 404, body: { jsonrpc: "2.0", id: 3, error: { code: -32601, message: "Method not found" } } });
+  });
+
   test("the bearer token applies: none or a wrong one is 401 code 5, and a client without it cannot connect", async () => {
     const list = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
     const post = (headers: Record<string, string>) => fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify(list) });
