@@ -26,8 +26,13 @@ export const AccessMode = {
    * supervisor's place). Setgid: the sockets, logs/ and data/ made in it get the group.
    */
   SHARED_DIR: 0o2750,
-  /** `clients/` of a shared mesh: members listen there. Sticky: nobody removes another's socket. */
-  SHARED_CLIENTS_DIR: 0o3770,
+  /**
+   * `clients/`, `logs/` and `data/` of a shared mesh: members of the group make their sockets,
+   * event logs and durable stores there. Sticky: nobody removes or renames another's file.
+   */
+  SHARED_MEMBER_DIR: 0o3770,
+  /** An event log in a shared mesh: the group reads it (the gateway's trace view), only its writer writes. */
+  SHARED_LOG: 0o640,
   /** A socket of a shared mesh: its owner and the group may connect. */
   SHARED_SOCKET: 0o660,
   /** mesh.json of a shared mesh: the group's clients read it. */

@@ -1,6 +1,7 @@
-import { actorAddress } from "../../mesh/control-protocol.ts";
+import { actorAddress, clientSocketPath } from "../../mesh/control-protocol.ts";
+import { AccessMode, socketGroupFor } from "../../mesh/socket-access.ts";
 import { joinMesh, type MeshMember } from "../../mesh/join.ts";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { ActorRuntime } from "./actor-runtime.ts";
 import type { DurableStore } from "./durable-store.ts";
@@ -59,7 +60,10 @@ async function openDurableStore(options: ActorHostOptions): Promise<DurableStore
   const { DurableStore } = await import("./durable-store.ts");
   const data = join(options.dir, "data");
   mkdirSync(data, { recursive: true, mode: 0o700 });
-  return DurableStore.open(join(data, `${options.pool > 1 ? `${options.name}.${options.instance}` : options.name}.db`));
+  const path = join(data, `${options.pool > 1 ? `${options.name}.${options.instance}` : options.name}.db`);
+  // The member's alone, also in a shared mesh's data/ (3770): SQLite gives its -wal and -shm files the database's mode.
+  closeSync(openSync(path, "a", 0o600));
+  return DurableStore.open(path);
 }
 
 /**
@@ -85,7 +89,9 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
   const report: StartupReport = { origin: performance.timeOrigin, loaded, ...(options.assignedAt !== undefined && { assigned: options.assignedAt }), imported: performance.now() };
   console.log(`hermes-mesh:loaded ${JSON.stringify(report)}`);
   const durable = options.durable || definition.durable ? await openDurableStore(options) : undefined;
-  const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address });
+  // An external member of a mesh shared with a group is another user maybe: the core's gateway reads its log through the group.
+  const shared = options.external !== undefined && socketGroupFor(clientSocketPath(options.dir, address)) !== undefined;
+  const events = options.events === false ? undefined : new EventLog(join(options.dir, "logs", `${address.replace("#", ".")}.jsonl`), { actor: address }, { ...(shared && { mode: AccessMode.SHARED_LOG }) });
   const runtime: ActorRuntime<unknown> = new ActorRuntime(definition, {
     name: options.name,
     instance: options.instance,

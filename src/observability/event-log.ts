@@ -19,6 +19,8 @@ export interface EventLogOptions {
   rotateBytes?: number;
   /** Where the log's own warnings go (it cannot write; it writes again). Default: JSON Lines on standard error. */
   log?: Logger;
+  /** Mode of the file when this creates it. Default 0600; 0640 in a mesh shared with a group, whose gateway reads every member's log. */
+  mode?: number;
 }
 
 const FLUSH_MS = 200;
@@ -57,6 +59,7 @@ export class EventLog {
   #boundFields: string;
   /** -1 while the file is not open (it could not be opened or reopened): the next flush tries again. */
   #fd = -1;
+  #mode: number;
   #lines: string[] = [];
   #pendingChars = 0;
   #bytes = 0;
@@ -73,6 +76,7 @@ export class EventLog {
 
   constructor(path: string, bound: Record<string, unknown> = {}, options: EventLogOptions = {}) {
     this.rotateBytes = options.rotateBytes ?? ROTATE_BYTES;
+    this.#mode = options.mode ?? 0o600;
     this.path = path;
     this.#bound = bound;
     const inner = JSON.stringify(bound).slice(1, -1);
@@ -183,7 +187,7 @@ export class EventLog {
   #open(): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
     // a+: appends, and reads the last byte to see whether the file ends mid-line.
-    this.#fd = openSync(this.path, "a+", 0o600);
+    this.#fd = openSync(this.path, "a+", this.#mode);
     this.#bytes = fstatSync(this.#fd).size;
     this.#torn = this.#bytes > 0 && !endsWithNewline(this.#fd, this.#bytes);
   }

@@ -413,16 +413,19 @@ function registryEntry(spec: ActorSpec, instance: number, dir: string, meshName:
 
 /**
  * Creates the mesh directory (0700, as it always was) and, for a mesh shared with a group, gives
- * it and its `clients/` directory that group and their shared modes (mesh/socket-access.ts). A
+ * it and its `clients/`, `logs/` and `data/` directories that group and their shared modes (mesh/socket-access.ts). A
  * group this user is not in fails here, saying so.
  */
 function prepareMeshDir(dir: string, socketGroup: number | undefined): void {
   mkdirSync(dir, { recursive: true, mode: AccessMode.PRIVATE_DIR });
   if (socketGroup === undefined) return;
   setAccess(dir, AccessMode.SHARED_DIR, socketGroup);
-  // Made here rather than by the first client to listen, which may be another user.
-  mkdirSync(clientsDir(dir), { recursive: true, mode: AccessMode.PRIVATE_DIR });
-  setAccess(clientsDir(dir), AccessMode.SHARED_CLIENTS_DIR, socketGroup);
+  // Made here rather than by the first member to use them, which may be another user: where
+  // members of the group listen (clients/), write their event logs and keep their durable stores.
+  for (const shared of [clientsDir(dir), join(dir, "logs"), join(dir, "data")]) {
+    mkdirSync(shared, { recursive: true, mode: AccessMode.PRIVATE_DIR });
+    setAccess(shared, AccessMode.SHARED_MEMBER_DIR, socketGroup);
+  }
 }
 
 /** Instances of a pool, supervised and external. */

@@ -199,8 +199,9 @@ describe("an agent container simulated with namespaces", () => {
     await using t = await startTestMesh(MESH);
     const client = await connectMesh({ dir: t.dir, name: "core-side", token });
     try {
-      const agentEnv = { HERMES_MESH_TOKEN: token, HERMES_EVENTS: "0" };
-      const agentCommand = ["/bun", "/app/src/cli/main.ts", "actor", AGENT_MODULE, "--dir", t.dir, "--name", NAME];
+      const agentEnv = { HERMES_MESH_TOKEN: token };
+      // Durable, with its event log: both in the shared directory, as another user.
+      const agentCommand = ["/bun", "/app/src/cli/main.ts", "actor", AGENT_MODULE, "--dir", t.dir, "--name", NAME, "--durable"];
 
       // What the container sees: only the mesh directory of the host's temp tree, its own pids, hostname and network.
       {
@@ -267,6 +268,15 @@ describe("an agent container simulated with namespaces", () => {
         stale = entry()!.socket;
         const socket = statSync(stale);
         expect({ uid: socket.uid, gid: socket.gid, mode: (socket.mode & 0o7777).toString(8) }).toEqual({ uid, gid, mode: "660" });
+        // Its durable store is its alone; its event log the group reads (the gateway's trace view), and it holds what it handled.
+        const owned = (path: string) => {
+          const stat = statSync(path);
+          return { uid: stat.uid, gid: stat.gid, mode: (stat.mode & 0o7777).toString(8) };
+        };
+        expect(owned(join(t.dir, "data", `${NAME}.db`))).toEqual({ uid, gid, mode: "600" });
+        const eventLog = join(t.dir, "logs", `${NAME}.jsonl`);
+        await waitFor(() => existsSync(eventLog) && readFileSync(eventLog, "utf8").includes(`"event":"handled"`), "the agent's event log written", 10_000);
+        expect(owned(eventLog)).toEqual({ uid, gid, mode: "640" });
 
         // kill -9 by its host pid: its PID namespace, and with it its mount namespace, end.
         process.kill(hostPid, "SIGKILL");

@@ -5,7 +5,7 @@
  * users for the run (removed afterwards) and need root; they are skipped, saying so, without it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, statSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { clientsDir, controlSocketPath, meshInfoPath } from "../../mesh/control-protocol.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
@@ -179,10 +179,13 @@ describe("a mesh with socket_group", () => {
       expect(message).toContain(`the directory ${dir} is owned by root (uid 0), group ${GROUP} (gid ${gid}), mode 2750`);
       expect(message).toContain(`add your user to group ${GROUP} (for example \`usermod -aG ${GROUP} ${OUTSIDER.name}\``);
 
-      // What the owner's logs hold stays the owner's.
+      // logs/ and data/ take the group (each member writes its own files there), sticky; what the owner's logs hold stays the owner's.
       const logs = join(dir, "logs");
       await mesh.mesh.stop();
-      expect(modeOf(logs) & 0o077).toBe(0);
+      for (const shared of [logs, join(dir, "data")]) expect([shared, (modeOf(shared) & 0o7777).toString(8)]).toEqual([shared, "3770"]);
+      const files = readdirSync(logs);
+      expect(files).toContain("supervisor.jsonl");
+      for (const file of files) expect([file, modeOf(join(logs, file)) & 0o077]).toEqual([file, 0]);
     });
   }, 60_000);
 });
