@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { C1, Packr, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";
-import { integersAsInt64, MsgpackExt, MsgpackTimestamp, protoFieldsAsMaps, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
+import { integersAsInt64, MsgpackExt, MsgpackTimestamp, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
 import { readExactly } from "./exact-reader.ts";
 
 /** Codec names. `msgpack` (plain maps) is mandatory; `msgpackr-records` is the fast path between Bun peers. */
@@ -225,8 +225,9 @@ export function createRecordsCodec(): FrameCodec {
   const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: false, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACKR_RECORDS,
-    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(protoFieldsAsMaps(value, MAX_PAYLOAD_DEPTH + 1)),
-    decode: (bytes, start = 0, end = bytes.length) => settleDecodedMaps(unpackExact(unpackr, bytes, start, end), SETTLED_LEVELS),
+    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(value),
+    // Plain objects travel as records, so a map here was a Map at the sender: it stays one, unsettled (no walk).
+    decode: (bytes, start = 0, end = bytes.length) => unpackExact(unpackr, bytes, start, end),
   };
 }
 

@@ -3,8 +3,8 @@
  * exactly (docs/protocol.md §3, "payload values"): a timestamp keeps its seconds and
  * nanoseconds (`MsgpackTimestamp`), an extension type of any code keeps its type and bytes
  * (`MsgpackExt`). Integers past 2^53 are BigInt and bin is a Uint8Array, as msgpackr reads them.
- * A map whose keys are not all strings is a `Map` (settleDecodedMaps), and the walks the codecs
- * make before writing (integersAsInt64, protoFieldsAsMaps) keep ints ints and `__proto__` a field.
+ * A map whose keys are not all strings, or that has a key `__proto__`, is a `Map`
+ * (settleDecodedMaps); the plain codec's walk before writing (integersAsInt64) keeps ints ints.
  *
  * msgpackr keeps its extension table in module state shared by every Packr and Unpackr in the
  * process, so this file takes over all 256 type codes once, at import. While a frame codec
@@ -175,9 +175,10 @@ export function unpackExact(unpackr: Unpackr, bytes: Uint8Array, start: number, 
  * Turns the maps of a freshly decoded value (decoders run with `mapsAsObjects: false`, so every
  * MessagePack map arrives as a `Map`) into what handlers get: a plain object when every key is a
  * string, and a `Map` otherwise, so that keys that are numbers, booleans, nil, binary, timestamps
- * or extensions keep their type and are written back as they came. A string key `__proto__` is an
- * own property (never the prototype). A key that is an array or a map is unreadable: the payload
- * check refuses it with code 2 naming its path. Changes `value` in place; stops `levelsLeft` down,
+ * or extensions keep their type and are written back as they came. A map with a key `__proto__`
+ * stays a `Map` too: as an object's field that name would be the prototype, or be renamed by
+ * msgpackr's records. A key that is an array or a map is unreadable: the payload check refuses
+ * it with code 2 naming its path. Changes `value` in place; stops `levelsLeft` down,
  * where the payload check refuses what nests deeper.
  */
 export function settleDecodedMaps(value: unknown, levelsLeft: number): unknown {
@@ -205,7 +206,10 @@ export function settleDecodedMaps(value: unknown, levelsLeft: number): unknown {
   let i = 0;
   for (const key of map.keys()) {
     i++;
-    if (typeof key === "string") continue;
+    if (typeof key === "string") {
+      if (key === "__proto__") keys = "other";
+      continue;
+    }
     if (typeof key === "object" && key !== null && (Array.isArray(key) || key.constructor === Map || key.constructor === Object)) {
       return new UnreadableValue(`map key ${i} is ${Array.isArray(key) ? "an array" : "a map"}: map keys must be scalars`);
     }
@@ -217,8 +221,7 @@ export function settleDecodedMaps(value: unknown, levelsLeft: number): unknown {
   }
   const object: Record<string, unknown> = {};
   for (const [key, field] of map) {
-    const settled = typeof field === "object" && field !== null ? settleDecodedMaps(field, levelsLeft - 1) : field;
-    setOwn(object, key as string, settled);
+    object[key as string] = typeof field === "object" && field !== null ? settleDecodedMaps(field, levelsLeft - 1) : field;
   }
   return object;
 }
@@ -414,45 +417,4 @@ export function integersAsInt64(value: unknown, levelsLeft: number): unknown {
     if (item !== field) setOwn((copy ??= { ...value }), key, item);
   }
   return copy ?? value;
-}
-
-/**
- * msgpackr's records read a field named `__proto__` as `__proto_` (a guard for objects built
- * from a record's keys). An object that has one goes out as a Map, that is as a plain map, which
- * arrives as an object with that own field. Copies only what changes.
- */
-export function protoFieldsAsMaps(value: unknown, levelsLeft: number): unknown {
-  if (typeof value !== "object" || value === null || levelsLeft === 0) return value;
-  const kind = value.constructor;
-  if (kind === Array) {
-    const items = value as unknown[];
-    let copy: unknown[] | undefined;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
-      if (typeof item !== "object" || item === null) continue;
-      const settled = protoFieldsAsMaps(item, levelsLeft - 1);
-      if (settled !== item) (copy ??= items.slice())[i] = settled;
-    }
-    return copy ?? value;
-  }
-  if (kind === Map) {
-    let changed = false;
-    const entries = [...(value as Map<unknown, unknown>)].map(([key, field]) => {
-      const settled = protoFieldsAsMaps(field, levelsLeft - 1);
-      changed ||= settled !== field;
-      return [key, settled] as const;
-    });
-    return changed ? new Map(entries) : value;
-  }
-  if (kind !== Object && kind !== undefined) return value;
-  const fields = value as Record<string, unknown>;
-  let copy: Record<string, unknown> | undefined;
-  for (const key in fields) {
-    const field = fields[key];
-    if (typeof field !== "object" || field === null) continue;
-    const settled = protoFieldsAsMaps(field, levelsLeft - 1);
-    if (settled !== field) setOwn((copy ??= { ...fields }), key, settled);
-  }
-  const out = copy ?? fields;
-  return Object.hasOwn(out, "__proto__") ? new Map(Object.entries(out)) : out;
 }

@@ -163,8 +163,8 @@ export function payloadFromJson(value: unknown, path = "payload"): unknown {
     case "$entries": {
       if (!Array.isArray(inner) || !inner.every((entry) => Array.isArray(entry) && entry.length === 2)) throw badForm(path, form, "a list of [key, value] pairs");
       const entries = inner.map(([key, field], i) => [payloadFromJson(key, `${path}.<key ${i + 1}>`), payloadFromJson(field, `${path}.${String(key)}`)] as const);
-      // Only string keys: a map as any other (what the mesh would hand a handler anyway).
-      if (entries.every(([key]) => typeof key === "string")) {
+      // Only string keys (none __proto__): a map as any other (what the mesh would hand a handler anyway).
+      if (entries.every(([key]) => typeof key === "string" && key !== "__proto__")) {
         const map: Record<string, unknown> = {};
         for (const [key, field] of entries) setOwn(map, key as string, field);
         return map;
@@ -180,9 +180,14 @@ export function payloadFromJson(value: unknown, path = "payload"): unknown {
   }
 }
 
-function fieldsFromJson(map: Record<string, unknown>, path: string): Record<string, unknown> {
+function fieldsFromJson(map: Record<string, unknown>, path: string): Record<string, unknown> | Map<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(map)) setOwn(out, key, payloadFromJson(field, `${path}.${key}`));
+  // A key __proto__ (JSON.parse makes it an own field): a Map, as the mesh gives such a map (mesh/msgpack-values.ts).
+  if (!Object.hasOwn(out, "__proto__")) return out;
+  // The payload itself must be a plain map (docs/protocol.md §3).
+  if (path === "payload") throw badForm(path, "__proto__", "a payload may not have a key __proto__ at its top (inside it, it may)");
+  return new Map(Object.entries(out));
   return out;
 }
 

@@ -171,7 +171,7 @@ supervisor:
       list: [{ $timestamp: { seconds: 0, nanoseconds: 1 } }, { $ext: { type: 114, base64: "cHFy" } }],
       plain: { n: 5_000_000_000, s: "名字" },
       typed_keys: { $entries: [[1, "int"], [true, { $entries: [[null, "nil"]] }], [{ $bin: "aw==" }, "bin"]] },
-      own_proto: JSON.parse(`{"__proto__": {"x": 1}, "y": 2}`),
+      own_proto: { $entries: [["__proto__", { x: 1 }], ["y", 2]] },
     };
     const post = (body: unknown) =>
       fetch(`${t.mesh.gateway!.url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/hermes+json" }, body: JSON.stringify(body) });
