@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { C1, Packr, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";
-import { integersAsInt64, MsgpackExt, MsgpackTimestamp, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
+import { integersAsInt64, mayHaveTextedKeys, MsgpackExt, MsgpackTimestamp, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
 import { readExactly } from "./exact-reader.ts";
 
 /** Codec names. `msgpack` (plain maps) is mandatory; `msgpackr-records` is the fast path between Bun peers. */
@@ -165,9 +165,10 @@ export interface FrameCodec {
 }
 
 /**
- * Maps are decoded as Maps and settled (settleDecodedMaps): objects when every key is a string,
- * Maps when a key is a number, a boolean, nil, binary, a timestamp or an extension, so those keys
- * come back as they went. Down to the frame map, the payload map, its 512 levels and a margin.
+ * Maps whose keys may have lost their type are decoded again as Maps and settled
+ * (settleDecodedMaps): objects when every key is a string, Maps when a key is a number, a
+ * boolean, nil, binary, a timestamp or an extension, so those keys come back as they went.
+ * Down to the frame map, the payload map, its 512 levels and a margin.
  */
 const SETTLED_LEVELS = MAX_PAYLOAD_DEPTH + 8;
 
@@ -182,14 +183,17 @@ const SETTLED_LEVELS = MAX_PAYLOAD_DEPTH + 8;
 export function createPlainCodec(): FrameCodec {
   let packr: Packr | undefined;
   // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
-  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: false, copyBuffers: true, int64AsType: "auto" as "bigint" });
+  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
+  // The exact reading of maps, for a body whose keys may have lost their type (mayHaveTextedKeys).
+  const maps = new Unpackr({ useRecords: false, mapsAsObjects: false, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
     encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
     decode(bytes, start = 0, end = bytes.length) {
       if (mayHoldRecordTag(bytes.subarray(start, end))) return readExactly(bytes, start, end);
       try {
-        return settleDecodedMaps(unpackExact(unpackr, bytes, start, end), SETTLED_LEVELS);
+        const value = unpackExact(unpackr, bytes, start, end);
+        return mayHaveTextedKeys(value, SETTLED_LEVELS) ? settleDecodedMaps(unpackExact(maps, bytes, start, end), SETTLED_LEVELS) : value;
       } catch (error) {
         try {
           return readExactly(bytes, start, end);

@@ -226,6 +226,38 @@ export function settleDecodedMaps(value: unknown, levelsLeft: number): unknown {
   return object;
 }
 
+/** Property names msgpackr makes of keys that were not strings (or of `__proto__`), besides those starting with a digit or `-`. */
+const TEXTED_KEYS: ReadonlySet<string> = new Set(["true", "false", "null", "undefined", "NaN", "Infinity", "__proto_"]);
+
+/**
+ * True when a value msgpackr decoded with `mapsAsObjects` may have lost a key's type: some
+ * object has a key that a number, a boolean or nil would have become (it starts with a digit or
+ * `-`, or is `true`, `false`, `null`, …) or `__proto_` (what msgpackr makes of `__proto__`).
+ * Keys of real payloads almost never look so, and then the plain codec keeps msgpackr's fast
+ * reading; else it reads the body again with every map as a Map (settleDecodedMaps).
+ */
+export function mayHaveTextedKeys(value: unknown, levelsLeft: number): boolean {
+  if (typeof value !== "object" || value === null || levelsLeft === 0) return false;
+  const kind = value.constructor;
+  if (kind === Array) {
+    const items = value as unknown[];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item === "object" && item !== null && mayHaveTextedKeys(item, levelsLeft - 1)) return true;
+    }
+    return false;
+  }
+  if (kind !== Object) return false;
+  const fields = value as Record<string, unknown>;
+  for (const key in fields) {
+    const c = key.charCodeAt(0);
+    if ((c >= 48 && c <= 57) || c === 45 || TEXTED_KEYS.has(key)) return true;
+    const field = fields[key];
+    if (typeof field === "object" && field !== null && mayHaveTextedKeys(field, levelsLeft - 1)) return true;
+  }
+  return false;
+}
+
 /**
  * Sets an own field, also one named `__proto__` (an assignment would set the prototype instead).
  *

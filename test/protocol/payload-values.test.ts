@@ -223,6 +223,13 @@ describe("map keys", () => {
     expect(() => payloadFromJson(JSON.parse('{"__proto__": 1}'))).toThrow("a payload may not have a key __proto__ at its top");
   });
 
+  test("string keys that look like numbers or booleans stay strings: the map is a plain object", () => {
+    const plain = createPlainCodec();
+    const value = { v: { "1": "one", "-2": "minus", true: "yes", null: "nil", "__proto_": "under", "2024-01-01": "date" } };
+    expect(plain.decode(plain.encode(value).slice())).toEqual(value);
+    expect(v(plain.decode(plain.encode(value).slice()))).not.toBeInstanceOf(Map);
+  });
+
   test("a JS Map over the records codec stays a Map, whatever its keys", () => {
     const records = [createRecordsCodec(), createRecordsCodec()] as const;
     const sent = { v: new Map<unknown, unknown>([["a", 1], [2, "b"]]), o: { plain: true } };
