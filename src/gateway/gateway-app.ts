@@ -126,7 +126,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     if (verdict.cors) {
       // An allowed foreign origin: its preflight is answered here (browsers send it without the token).
       if (c.req.method === "OPTIONS") {
-        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST, DELETE", "access-control-allow-headers": "authorization, content-type, traceparent, a2a-version, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id", "access-control-max-age": "600" });
+        return c.body(null, 204, { ...verdict.cors, "access-control-allow-methods": "GET, POST, DELETE", "access-control-allow-headers": allowedHeaders(c.req.header("access-control-request-headers")), "access-control-max-age": "600" });
       }
       await next();
       for (const [name, value] of Object.entries(verdict.cors)) c.res.headers.set(name, value);
@@ -253,6 +253,13 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));
   return Object.assign(app, { close: () => a2a.close() });
+}
+
+/** What an allowed origin's browser may send: ours, and the MCP client's `Mcp-Param-*` headers it asks for (their names vary by tool). */
+const CORS_HEADERS = "authorization, content-type, traceparent, a2a-version, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id";
+function allowedHeaders(requested: string | undefined): string {
+  const params = (requested ?? "").split(",").map((name) => name.trim().toLowerCase()).filter((name) => /^mcp-param-[a-z0-9-]{1,64}$/.test(name));
+  return [CORS_HEADERS, ...new Set(params)].join(", ");
 }
 
 /** At most `limit` tasks at a time; the others wait in order. */

@@ -187,6 +187,12 @@ describe("gateway allow-lists from the mesh file, bound beyond loopback without 
     const preflight = await fetch(`${local}/hermes/v1/invoke`, { method: "OPTIONS", headers: { origin: "https://ops.example.com", "access-control-request-method": "POST", "access-control-request-headers": "content-type" } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-headers")).toContain("content-type");
+    // An MCP client's per-tool headers are allowed by name; nothing else it asks for is.
+    const mcp = await fetch(`${local}/mcp`, { method: "OPTIONS", headers: { origin: "https://ops.example.com", "access-control-request-method": "POST", "access-control-request-headers": "mcp-method, Mcp-Param-Region, x-evil" } });
+    expect(mcp.status).toBe(204);
+    const allowed = mcp.headers.get("access-control-allow-headers")!.split(", ");
+    expect(allowed).toEqual(expect.arrayContaining(["mcp-method", "mcp-param-region", "a2a-version"]));
+    expect(allowed).not.toContain("x-evil");
     expect((await upgrade(port, "/hermes/v1/stream", ["Origin: https://ops.example.com.evil.example"])).status).toBe(403);
     expect((await fetch(`${local}/actors`, { headers: { origin: "http://ops.example.com" } })).status).toBe(403); // the scheme is part of an origin
   });
