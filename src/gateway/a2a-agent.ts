@@ -6,6 +6,7 @@
  */
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
+import type { TraceSummary } from "./recent-traces.ts";
 import {
   AgentCard, TaskState,
   type CancelTaskRequest, type GetTaskRequest, type ListTasksRequest, type ListTasksResponse, type Message, type SendMessageRequest,
@@ -40,6 +41,8 @@ export interface A2AServerDeps {
   limits?: Partial<A2ALimits>;
   /** Other bounds of the task store than its defaults (tests). */
   store?: TaskStoreLimits;
+  /** Told of every task's request once it is over (the dashboard's recent traces). */
+  onFinished?: (summary: TraceSummary) => void;
 }
 
 /** What one client may ask of the agent at most: past these a request is refused before any task is made. */
@@ -116,7 +119,7 @@ export function createA2AServer(deps: A2AServerDeps): A2AServer {
   const tasks = SqliteTaskStore.open(deps.dir ? join(deps.dir, "data", "a2a-tasks.db") : ":memory:", deps.store);
   failInterrupted(tasks);
   const limits = { ...A2A_LIMITS, ...deps.limits };
-  const executor = new MeshAgentExecutor(deps.node, deps.registry, limits.maxRunning);
+  const executor = new MeshAgentExecutor(deps.node, deps.registry, limits.maxRunning, deps.onFinished);
   // The card the handler checks capabilities against; the one served is built per request (a2a-card.ts).
   const card = AgentCard.fromJSON(agentCard([], { url: "http://localhost/a2a", meshName: deps.meshName, version: deps.version, bearer: false }));
   // No state keeps a task's bus alive once its request is over: AUTH_REQUIRED ends the stream,
@@ -143,15 +146,17 @@ class MeshAgentExecutor implements AgentExecutor {
   readonly #node: A2AMesh;
   readonly #registry: Registry;
   readonly #maxRunning: number;
+  readonly #onFinished: ((summary: TraceSummary) => void) | undefined;
   /** Every message admitted whose request is not over, with or without a task id yet. */
   readonly #admitted = new Set<Admission>();
   /** The same, by task id: a follow-up finds its task busy here, and cancelTask the request to abort. */
   readonly #byTask = new Map<string, Admission>();
 
-  constructor(node: A2AMesh, registry: Registry, maxRunning: number) {
+  constructor(node: A2AMesh, registry: Registry, maxRunning: number, onFinished?: (summary: TraceSummary) => void) {
     this.#node = node;
     this.#registry = registry;
     this.#maxRunning = maxRunning;
+    this.#onFinished = onFinished;
   }
 
   /**
@@ -207,6 +212,12 @@ class MeshAgentExecutor implements AgentExecutor {
       });
       const hermes = { skill: input.skill, message_id: request.message_id, trace_id: taskId, context_id: contextId };
       publish({ kind: "task", data: newTask(taskId, contextId, hermes, ctx.task) });
+      const [at, t0] = [Date.now(), performance.now()];
+      const finished = (errorCode?: number) =>
+        this.#onFinished?.({
+          trace_id: taskId, at, route: "a2a", target: `capability:${input.skill}`, duration_ms: Math.round((performance.now() - t0) * 1000) / 1000,
+          status: errorCode === undefined ? "ok" : "error", ...(errorCode !== undefined && { error_code: errorCode }),
+        });
       try {
         update(TaskState.TASK_STATE_WORKING);
         let step = 0;
@@ -221,8 +232,10 @@ class MeshAgentExecutor implements AgentExecutor {
         });
         const parts = payloadParts(answer.payload).filter((p) => p.content?.$case === "text");
         update(TaskState.TASK_STATE_COMPLETED, parts.length ? agentMessage(taskId, contextId, parts) : undefined);
+        finished();
       } catch (error) {
         const coded = HermesError.from(error);
+        finished(coded.code);
         const meta = { hermes: { ...hermes, error_code: coded.code, error_name: errorName(coded.code) } };
         if (controller.signal.aborted) update(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, [textPart("canceled: the Hermes request was cancelled")]), meta);
         else update(stateOfError(coded.code), agentMessage(taskId, contextId, errorParts(coded), errorMeta(coded)), meta);

@@ -7,6 +7,7 @@
 import type { Context, Env, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Registry } from "../../mesh/registry.ts";
+import type { TraceSummary } from "./recent-traces.ts";
 import { checkPayload } from "../../mesh/frames.ts";
 import { VERSION } from "../version.ts";
 import { A2A_VERSIONS, AGENT_CARD_PATH, agentCard, legacyAgentCard, skillsOf, type CardSettings } from "./a2a-card.ts";
@@ -27,6 +28,8 @@ export interface A2ADeps {
   dir?: string;
   /** Largest request body, bytes. Default 1 MiB. */
   bodyLimit?: number;
+  /** Each task's request, once over, for the dashboard's recent traces. */
+  onFinished?: (summary: TraceSummary) => void;
 }
 
 /** JSON-RPC's own error codes, and A2A's for an unsupported version. */
@@ -73,7 +76,7 @@ export function mountA2A<E extends Env>(app: Hono<E>, deps: A2ADeps): A2ARoutes 
   const server = (): Promise<A2AServer> => {
     if (closed) return Promise.reject(new Error("the gateway is stopping"));
     return (loading ??= import("./a2a-agent.ts")
-      .then((m) => m.createA2AServer({ node: deps.node, registry: deps.registry, meshName: deps.meshName, version: VERSION, ...(deps.dir && { dir: deps.dir }) }))
+      .then((m) => m.createA2AServer({ node: deps.node, registry: deps.registry, meshName: deps.meshName, version: VERSION, ...(deps.dir && { dir: deps.dir }), ...(deps.onFinished && { onFinished: deps.onFinished }) }))
       .catch((error) => {
         loading = undefined;
         throw error;

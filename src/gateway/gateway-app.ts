@@ -248,7 +248,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // MCP tools (docs/interop.md): the actor capabilities that declare an input schema. Host, Origin and the token were checked above.
   mountMcp(app, { registry: deps.registry, mesh: deps.node, meshName: deps.meshName, bodyLimit: limit, access: false });
   // A2A (docs/interop.md): the agent card and JSON-RPC, each capability a skill, each task a request.
-  const a2a = mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
+  const a2a = mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, onFinished: (summary) => recent.add(summary), ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
 
   app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));

@@ -122,6 +122,9 @@ describe("A2A on the gateway", () => {
     expect(raw.result.task.artifacts[0].parts).toEqual([{ data: { result: 9, expression: "3*3" }, mediaType: "application/json" }, { text: "9", mediaType: "text/plain" }]);
     const got = await client.getTask({ tenant: "", id: raw.result.task.id });
     expect(got.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    // The dashboard's recent traces list A2A tasks, by their task id (the trace id).
+    const traces = (await json(fetch(`${url}/api/overview`))).traces as Array<{ trace_id: string; route: string; target: string; status: string }>;
+    expect(traces.find((trace) => trace.trace_id === raw.result.task.id)).toMatchObject({ route: "a2a", target: "capability:calculator", status: "ok" });
   });
 
   test("SendStreamingMessage: Hermes progress becomes WORKING updates with the progress as data, then COMPLETED", async () => {
