@@ -104,7 +104,7 @@ async function bunClient(dir: string) {
 }
 
 describe("a mesh on Deno", () => {
-  test("up with the start:deno permissions: Deno actors, a Bun client, the gateway on Deno, ps, send, trace, SIGTERM", async () => {
+  test("up with the start:deno permissions: Deno actors, a Bun client, the gateway on Deno (A2A and MCP too), ps, send, trace, SIGTERM", async () => {
     using tmp = tempDir("hm-deno-mesh-");
     const yaml = join(tmp.path, "mesh.yaml");
     writeFileSync(yaml, `mesh: { name: deno-up }\ngateway: { port: 0 }\nsupervisor:\n  children:\n    - { actor: echo, module: ${ECHO} }\n`);
@@ -146,6 +146,22 @@ describe("a mesh on Deno", () => {
       ws.onerror = () => (clearTimeout(timer), reject(new Error("WebSocket error")));
     });
     expect(frames).toMatchObject([{ meta: { msg_type: 3 }, payload: { step: 1 } }, { meta: { msg_type: 3 }, payload: { step: 2 } }, { meta: { msg_type: 2 }, payload: { task_id: "w1", progress: 2 } }]);
+
+    // A2A and MCP on the Deno gateway: the SDKs load there too.
+    const a2a = await fetch(`${base}/a2a`, {
+      method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "deno-m1", role: "ROLE_USER", parts: [{ data: { via: "a2a" } }], metadata: { skill: "echo" } } } }),
+    });
+    const task = (await a2a.json()) as { result: { task: { status: { state: string }; artifacts: Array<{ parts: unknown[] }> } } };
+    expect(task.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(task.result.task.artifacts[0]!.parts[0]).toMatchObject({ data: { via: "a2a" } });
+    const mcp = await fetch(`${base}/mcp`, {
+      method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { via: "mcp" } } }),
+    });
+    expect(mcp.status).toBe(200);
+    const line = (await mcp.text()).split("\n").find((l) => l.startsWith("data: "));
+    expect(JSON.parse(line!.slice(6))).toMatchObject({ id: 2, result: { structuredContent: { via: "mcp" } } });
 
     // ps, send and trace run by Deno too.
     const ps = denoCli(dir, "ps", "--dir", dir, "--json");
