@@ -22,7 +22,12 @@ export interface InboxTransport {
   readonly stream: string;
   readonly options: { ackWaitMs: number; maxDeliver: number };
   decode(data: Uint8Array): unknown;
+  /** The stream or a consumer is gone (a server lost its store): make them again. */
+  recover(): Promise<void>;
 }
+
+/** What a consumer's status says when the server no longer has its stream or itself. */
+const LOST: ReadonlySet<string> = new Set(["stream_not_found", "consumer_not_found", "consumer_deleted"]);
 
 /** What an inbox hands deliveries to: a link of its transport. */
 export interface InboxLink extends MeshLink {
@@ -63,8 +68,10 @@ export class Inbox {
   #asked = new Map<string, { link: InboxLink; request: Envelope }>();
   #sweep: ReturnType<typeof setInterval> | undefined;
 
+  #queue: InboxQueue;
+
   private constructor(transport: InboxTransport, queue: InboxQueue) {
-    [this.#transport, this.address, this.durable, this.#window, this.#pull] = [transport, queue.address, queue.durable, queue.window, queue.pull ?? Math.min(queue.window, 512)];
+    [this.#transport, this.address, this.durable, this.#window, this.#pull, this.#queue] = [transport, queue.address, queue.durable, queue.window, queue.pull ?? Math.min(queue.window, 512), queue];
   }
 
   /**
@@ -72,12 +79,21 @@ export class Inbox {
    * Adding an existing durable updates it (2.9), and two processes adding it at once both succeed.
    */
   static async open(transport: InboxTransport, queue: InboxQueue): Promise<Inbox> {
+    await Inbox.#add(transport, queue);
+    return new Inbox(transport, queue);
+  }
+
+  static async #add(transport: InboxTransport, queue: InboxQueue): Promise<void> {
     const { options, jsm, stream } = transport;
     await jsm.consumers.add(stream, {
       durable_name: queue.durable, filter_subject: queue.subject, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All,
       max_ack_pending: queue.window, ack_wait: options.ackWaitMs * 1_000_000, max_deliver: options.maxDeliver,
     });
-    return new Inbox(transport, queue);
+  }
+
+  /** Makes the consumer again (the server lost it): its pulls, which keep trying, then get messages again. */
+  recreate(): Promise<void> {
+    return Inbox.#add(this.#transport, this.#queue);
   }
 
   /** Adds a link and makes sure the consumer pulls (code 10 when it cannot). */
@@ -123,6 +139,10 @@ export class Inbox {
     const consumer = await this.#transport.js.consumers.get(this.#transport.stream, this.durable);
     // Pulls expire every 5 s (heartbeats at 2.5): a pull lost with a cluster's consumer leader is noticed in seconds, not 30.
     const messages = await consumer.consume({ max_messages: this.#pull, expires: 5000, callback: (msg) => this.#arrive(msg) });
+    // A server back without its store: the client's pulls go on trying, and say what is missing.
+    void (async () => {
+      for await (const status of messages.status()) if (LOST.has(status.type)) void this.#transport.recover().catch(() => {});
+    })().catch(() => {});
     this.#sweep ??= setInterval(() => this.#touch(), Math.max(100, this.#transport.options.ackWaitMs / 3));
     (this.#sweep as { unref?: () => void }).unref?.();
     return messages;

@@ -57,14 +57,20 @@ export function registryKey(address: string): string {
  */
 export async function startNatsRegistry(options: NatsRegistryOptions): Promise<NatsRegistry> {
   const { registry, host, log } = options;
-  const kv: KV = await new Kvm(options.connection).create(registryBucket(options.mesh), { history: 1, replicas: options.replicas ?? 1 });
+  const bucket = () => new Kvm(options.connection).create(registryBucket(options.mesh), { history: 1, replicas: options.replicas ?? 1 });
+  const kv: KV = await bucket();
+  // A server back without its store lost the bucket: the next refresh makes it again and rewrites
+  // this host's entries (the watch, an ordered consumer, finds it by itself).
+  let remaking: Promise<unknown> | undefined;
+  const remake = () => void (remaking ??= bucket().catch(() => {}).finally(() => (remaking = undefined)));
   /** Remote addresses and when their entry was last written. */
   const remote = new Map<string, number>();
   const own = (entry: RegistryEntry) => entry.host === undefined || entry.host === host;
   const write = (entry: RegistryEntry) => {
-    kv.put(registryKey(entry.address), JSON.stringify({ ...entry, host, written_at: Date.now() })).catch((error) =>
-      log.warn("registry entry not shared", { address: entry.address, error: String(error) }),
-    );
+    kv.put(registryKey(entry.address), JSON.stringify({ ...entry, host, written_at: Date.now() })).catch((error) => {
+      log.warn("registry entry not shared", { address: entry.address, error: String(error) });
+      remake();
+    });
   };
   const publish = (update: RegistryUpdate) => {
     switch (update.type) {

@@ -148,6 +148,7 @@ class NatsTransport implements NatsMeshTransport {
   /** Inboxes by durable consumer name: members' own, and the capability queues this process serves. */
   #inboxes = new Map<string, Promise<Inbox>>();
   #capabilities: readonly string[] = [];
+  #recovering: Promise<void> | undefined;
   #connected = true;
   #advisories: Subscription;
 
@@ -244,8 +245,22 @@ class NatsTransport implements NatsMeshTransport {
         return await this.js.publish(subject, data, { msgID, timeout: this.options.publishTimeoutMs, ...(h && { headers: h }) });
       } catch (error) {
         if ((error as Error).name === "JetStreamApiError" || Date.now() > until || this.#nc.isClosed()) throw error;
+        // No stream takes the subject: a server back without its store. Make it again, then retry.
+        if ((error as Error).name === "JetStreamNotEnabled") await this.recover().catch(() => {});
       }
     }
+  }
+
+  /**
+   * The stream and every consumer of this process made again, once at a time: after a server
+   * came back without its store (what it had stored is lost with it: replicate the stream, R3,
+   * where that matters). Adding what exists changes nothing, so a false alarm costs two calls.
+   */
+  recover(): Promise<void> {
+    return (this.#recovering ??= (async () => {
+      await this.ensureStream();
+      for (const inbox of await Promise.allSettled(this.#inboxes.values())) if (inbox.status === "fulfilled") await inbox.value.recreate();
+    })().finally(() => (this.#recovering = undefined)));
   }
 
   /** A core NATS publish (nothing stored, nothing acknowledged): settled as soon as it is handed to the client. */

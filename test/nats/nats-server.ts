@@ -33,6 +33,8 @@ export interface NatsServer extends AsyncDisposable {
   /** kill -9 (a crash); `start()` brings it back on the same port and store. */
   kill(): Promise<void>;
   start(): Promise<void>;
+  /** Removes its store (while killed): the next `start()` is a server that lost every stream. */
+  wipe(): void;
 }
 
 /** A set of servers (one, or a cluster of three). */
@@ -103,6 +105,10 @@ export async function startNatsServers(count: 1 | 3 = 1, options: { maxPayload?:
         children.add(started);
         started.once("exit", () => children.delete(started));
         await Promise.race([reachable(ports[i]!, 10_000), failed]);
+      },
+      wipe() {
+        if (child && child.exitCode === null && child.signalCode === null) throw new Error("wipe() a killed server only");
+        rmSync(store, { recursive: true, force: true });
       },
       async kill() {
         const running = child;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { expectHandledOnce, requestKeys, startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 import { waitFor } from "../helpers.ts";
 import { startNatsServers, type NatsServers } from "./nats-server.ts";
+import { registryBucket } from "../../mesh/nats-registry.ts";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 
@@ -103,6 +104,42 @@ describe("one mesh on two hosts over NATS", () => {
     }
     expect(a.pid("wa")).toBe(frozen);
   }, 120_000);
+
+  test("the server back without its store: stream, consumers and the registry bucket are made again, and host B reaches host A's actor", async () => {
+    await using own = await startNatsServers(1);
+    const server = own.servers[0]!;
+    const name = unique("wiped");
+    const on = (hostName: string, children: string) => startTestMesh(`
+mesh: { name: ${name}, transport: nats, nats: { servers: ["${server.url}"], host: ${hostName} } }
+supervisor:
+  children:
+${children}
+`);
+    await using a = await on("host-a", `    - { actor: echo, module: "{ACTORS}/echo.ts" }`);
+    await using b = await on("host-b", `    - { actor: local, module: "{ACTORS}/echo.ts" }`);
+    await waitFor(() => b.mesh.registry.byAddress("echo")?.health === "healthy", "host A's echo seen on host B", 15_000);
+    const client = await b.client();
+    expect((await client.request("echo", { n: 1 }, { timeoutMs: 10_000 })).payload).toEqual({ n: 1 });
+    await server.kill();
+    server.wipe();
+    await server.start();
+    expect((await client.request("echo", { n: 2 }, { timeoutMs: 30_000 })).payload).toEqual({ n: 2 });
+    // The registry bucket is back with both hosts' members in it: a supervisor that starts now learns them.
+    await waitFor(async () => {
+      const { connect } = await import("@nats-io/transport-node");
+      const { Kvm } = await import("@nats-io/kv");
+      const nc = await connect({ servers: server.url });
+      try {
+        // echo and local, each rewritten by its own host's supervisor.
+        return (await (await new Kvm(nc).open(registryBucket(name))).status()).values >= 2;
+      } catch {
+        return false;
+      } finally {
+        await nc.close();
+      }
+    }, "the registry bucket made again", 20_000);
+    expect(a.mesh.registry.byAddress("local")?.health).toBe("healthy");
+  }, 90_000);
 
   test("a program joins through NATS alone (no supervisor, no mesh directory): requests, and events on its subscriptions", async () => {
     const name = unique("remote");
