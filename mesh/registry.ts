@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { lazySchema, withZod, type Zod } from "./envelope.ts";
+import { isPlainMap, lazySchema, withZod, type Zod } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { TopicIndex, validatePattern } from "./topics.ts";
 
@@ -82,12 +82,12 @@ export function parseCapabilityInfo(value: unknown, capabilities: readonly strin
   const refuse = (path: string, why: string): never => {
     throw new HermesError(ErrorCode.INVALID_REQUEST, `capability_info${path}: ${why}`, { reason: why, path: `capability_info${path}`, expected: "{ <capability>: { description?: string, inputSchema?: JSON Schema object } }" });
   };
-  if (!isPlainObject(value)) refuse("", "not a map");
+  if (!isPlainMap(value)) refuse("", "not a map");
   const info: Record<string, CapabilityInfo> = {};
   for (const [capability, declared] of Object.entries(value as Record<string, unknown>)) {
     const path = `.${capability}`;
     if (!capabilities.includes(capability)) refuse(path, `'${capability}' is not one of the capabilities it serves (${capabilities.join(", ") || "none"})`);
-    if (!isPlainObject(declared)) refuse(path, "not a map");
+    if (!isPlainMap(declared)) refuse(path, "not a map");
     const { description, inputSchema, ...rest } = declared as Record<string, unknown>;
     if (Object.keys(rest).length > 0) refuse(path, `unknown field '${Object.keys(rest)[0]}'`);
     const one: CapabilityInfo = {};
@@ -97,7 +97,7 @@ export function parseCapabilityInfo(value: unknown, capabilities: readonly strin
       one.description = description as string;
     }
     if (inputSchema !== undefined) {
-      if (!isPlainObject(inputSchema)) refuse(`${path}.inputSchema`, "not a JSON Schema object");
+      if (!isPlainMap(inputSchema)) refuse(`${path}.inputSchema`, "not a JSON Schema object");
       if (depthOf(inputSchema, CAPABILITY_INFO_LIMITS.schemaDepth + 1) > CAPABILITY_INFO_LIMITS.schemaDepth) refuse(`${path}.inputSchema`, `nested deeper than ${CAPABILITY_INFO_LIMITS.schemaDepth}`);
       let text: string;
       try {
@@ -112,12 +112,6 @@ export function parseCapabilityInfo(value: unknown, capabilities: readonly strin
     info[capability] = one;
   }
   return Object.keys(info).length > 0 ? info : undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
 }
 
 /** Nesting depth of a JSON-like value, counting stops past `stop`. */
@@ -233,12 +227,12 @@ const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.opti
 
 /** What zod would accept and give back unchanged as `capabilityInfo`. */
 function isCapabilityInfoMap(v: unknown): boolean {
-  if (!isPlainObject(v)) return false;
+  if (!isPlainMap(v)) return false;
   for (const info of Object.values(v)) {
-    if (!isPlainObject(info)) return false;
+    if (!isPlainMap(info)) return false;
     for (const key of Object.keys(info)) {
       const value = info[key];
-      if (key === "description" ? value !== undefined && typeof value !== "string" : key === "inputSchema" ? value !== undefined && !isPlainObject(value) : true) return false;
+      if (key === "description" ? value !== undefined && typeof value !== "string" : key === "inputSchema" ? value !== undefined && !isPlainMap(value) : true) return false;
     }
   }
   return true;
