@@ -34,6 +34,11 @@ export class AckTracker {
     return this.#acked;
   }
 
+  /** True when an ack is owed: the ackable point moved since the last ack taken. */
+  get ackDue(): boolean {
+    return this.#contiguous !== this.#acked;
+  }
+
   /** Highest contiguous handled seq. */
   get handledThrough(): number {
     return this.#contiguous;
@@ -72,7 +77,7 @@ export class WriteQueue {
   #scheduled = false;
   #blocked = false;
   #idle: Array<() => void> = [];
-  #beforeFlush: (() => void) | undefined;
+  #beforeFlush: ((carriesData: boolean) => void) | undefined;
   /** Frames pushed so far, and at the flush task's last turn; turns waited, and idle ones. */
   #pushed = 0;
   #pushedAtTurn = 0;
@@ -88,16 +93,18 @@ export class WriteQueue {
       return;
     }
     this.#turns = this.#idleTurns = 0;
+    // Still marked scheduled while the hook adds its frame, so that frame schedules nothing more.
+    this.#beforeFlush?.(this.#end > this.#start);
     this.#scheduled = false;
-    this.#beforeFlush?.();
     this.flush();
   };
 
   /**
    * `beforeFlush` runs at the end of the tick just before the coalesced write, so an owner can
-   * add a frame it deferred (the connection's cumulative ack rides along with the answers).
+   * add a frame it deferred (the connection's cumulative ack rides along with the answers);
+   * `carriesData` says whether anything else is queued for that write.
    */
-  constructor(socket: WritableSocket, beforeFlush?: () => void) {
+  constructor(socket: WritableSocket, beforeFlush?: (carriesData: boolean) => void) {
     this.#socket = socket;
     this.#beforeFlush = beforeFlush;
   }
@@ -203,17 +210,20 @@ export class WriteQueue {
 
 /**
  * When a connection's cumulative ack goes out: on the next data write of this event-loop turn
- * (an answer, the caller's next request) through the write queue's beforeFlush hook, or alone
- * on the next turn when no data goes out. One write per turn either way, and well inside the
- * 5 ms docs/protocol.md §4 allows.
+ * (an answer, the caller's next request), riding on it through the write queue's beforeFlush
+ * hook; when that flush would carry nothing else, alone on the next turn, so that the acks of
+ * everything handled in one turn go as one frame. One write per turn either way, and well
+ * inside the 5 ms docs/protocol.md §4 allows. A settle asks for the queue's flush rather than
+ * for the next turn at once: a caller that sends again within the tick (ping-pong) then costs
+ * no setImmediate per answer.
  */
 export class AckEmitter {
   readonly tracker = new AckTracker();
   #writer!: WriteQueue;
   #writeAck: (seq: number) => void;
-  #pending = false;
+  #alonePending = false;
   #alone = () => {
-    this.#pending = false;
+    this.#alonePending = false;
     this.flush();
     this.#writer.flush();
   };
@@ -229,14 +239,21 @@ export class AckEmitter {
 
   /** Marks a received seq handled and makes sure an ack follows. */
   settle(seq: number): void {
-    if (this.tracker.settle(seq) && !this.#pending && !this.#writer.scheduled) {
-      this.#pending = true;
-      setImmediate(this.#alone);
-    }
+    if (this.tracker.settle(seq) && !this.#alonePending) this.#writer.schedule();
   }
 
-  /** Queues the ack frame now if the ackable point moved (the write queue's beforeFlush hook). */
-  flush = (): void => {
+  /**
+   * Queues the ack frame now if the ackable point moved (the write queue's beforeFlush hook);
+   * when the write would carry nothing else, the ack waits for the next turn instead.
+   */
+  flush = (carriesData = true): void => {
+    if (!carriesData) {
+      if (!this.#alonePending && this.tracker.ackDue) {
+        this.#alonePending = true;
+        setImmediate(this.#alone);
+      }
+      return;
+    }
     const seq = this.tracker.takeAck();
     if (seq > 0) this.#writeAck(seq);
   };

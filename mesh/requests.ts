@@ -28,12 +28,18 @@ interface Pending {
 const DEADLINE_GRAIN_MS = 10;
 
 /**
- * One timer per 10 ms of deadlines instead of one per request: requests whose deadlines fall in
- * the same slot share it (a timer and its clear cost more than the rest of the bookkeeping of a
- * round trip). A slot's timer is cleared once it holds nobody, so nothing keeps a process alive.
+ * The deadlines of waiting requests, in slots of 10 ms, behind one timer: the timer is set for
+ * the earliest slot that holds somebody, and each request only files its id (a timer set and
+ * cleared per request cost more than the rest of a round trip's bookkeeping). The timer is
+ * unref'd while nobody waits, so it never keeps a process alive; a slot that empties is dropped,
+ * except the newest, which the next requests are about to use.
  */
 class DeadlineBuckets {
-  #slots = new Map<number, { ids: Set<string>; timer: ReturnType<typeof setTimeout> }>();
+  #slots = new Map<number, Set<string>>();
+  #newest = 0;
+  #waiting = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
   #expire: (id: string) => void;
 
   constructor(expire: (id: string) => void) {
@@ -44,31 +50,47 @@ class DeadlineBuckets {
   add(id: string, timeoutMs: number): number {
     const now = Date.now();
     const at = Math.ceil((now + timeoutMs) / DEADLINE_GRAIN_MS) * DEADLINE_GRAIN_MS;
-    let slot = this.#slots.get(at);
-    if (!slot) {
-      slot = { ids: new Set(), timer: setTimeout(() => this.#fire(at), at - now) };
-      this.#slots.set(at, slot);
+    let ids = this.#slots.get(at);
+    if (!ids) {
+      ids = new Set();
+      this.#slots.set(at, ids);
+      if (at > this.#newest) this.#newest = at;
     }
-    slot.ids.add(id);
+    ids.add(id);
+    if (this.#waiting++ === 0) this.#timer?.ref();
+    if (at < this.#timerAt) this.#arm(at, now);
     return at;
   }
 
   remove(id: string, at: number): void {
-    const slot = this.#slots.get(at);
-    if (!slot) return;
-    slot.ids.delete(id);
-    if (slot.ids.size === 0) {
-      clearTimeout(slot.timer);
-      this.#slots.delete(at);
-    }
+    const ids = this.#slots.get(at);
+    if (!ids?.delete(id)) return;
+    if (ids.size === 0 && at !== this.#newest) this.#slots.delete(at);
+    if (--this.#waiting === 0) this.#timer?.unref();
   }
 
-  #fire(at: number): void {
-    const slot = this.#slots.get(at);
-    if (!slot) return;
-    this.#slots.delete(at);
-    for (const id of slot.ids) this.#expire(id);
+  #arm(at: number, now: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(this.#fire, Math.max(0, at - now));
+    if (this.#waiting === 0) this.#timer.unref();
   }
+
+  #fire = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [at, ids] of this.#slots) {
+      if (at <= now) {
+        this.#slots.delete(at);
+        this.#waiting -= ids.size;
+        for (const id of ids) this.#expire(id);
+      } else if (ids.size > 0) next = Math.min(next, at);
+      else this.#slots.delete(at);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.#arm(next, now);
+  };
 }
 
 /**

@@ -1,0 +1,99 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
+import { ErrorCode, HermesError } from "../../mesh/errors.ts";
+import { PendingRequests } from "../../mesh/requests.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+
+function newRequest() {
+  return createRequest("tester", { target_agent: "peer" }, {});
+}
+
+/** When each wait settled, ms after `t0`, and how. */
+function track(pending: PendingRequests, timeoutMs: number, t0: number) {
+  const request = newRequest();
+  const outcome = pending.wait(request, { timeoutMs }).then(
+    () => ({ ok: true as const, atMs: performance.now() - t0 }),
+    (error: HermesError) => ({ ok: false as const, code: error.code, atMs: performance.now() - t0 }),
+  );
+  return { request, outcome };
+}
+
+describe("request deadlines behind one timer", () => {
+  test("each waiting request times out at its own deadline (code 3), in deadline order, and an answered one never does", async () => {
+    const pending = new PendingRequests();
+    const t0 = performance.now();
+    const slow = track(pending, 1000, t0);
+    const answered = track(pending, 60, t0);
+    const fast = track(pending, 40, t0); // earlier than the timer set for the first: it must move
+    const middle = track(pending, 80, t0);
+    expect(pending.handle(createReply(MessageType.RESPONSE, answered.request, "peer", {}))).toBe(true);
+    const [a, b, c, d] = await Promise.all([fast.outcome, middle.outcome, slow.outcome, answered.outcome]);
+    expect(d.ok).toBe(true);
+    for (const [result, timeout] of [[a, 40], [b, 80], [c, 1000]] as const) {
+      expect(result).toMatchObject({ ok: false, code: ErrorCode.TASK_TIMEOUT });
+      expect(result.atMs).toBeGreaterThanOrEqual(timeout - 1);
+      expect(result.atMs).toBeLessThan(timeout + 2000);
+    }
+    expect(a.atMs).toBeLessThan(900); // not held until the first-armed deadline
+    expect(a.atMs).toBeLessThan(b.atMs);
+    expect(b.atMs).toBeLessThan(c.atMs);
+    expect(pending.size).toBe(0);
+  });
+
+  test("requests answered one after another keep nothing waiting, and a later one still times out", async () => {
+    const pending = new PendingRequests();
+    for (let i = 0; i < 2000; i++) {
+      const request = newRequest();
+      const answer = pending.wait(request, { timeoutMs: 30 });
+      pending.handle(createReply(MessageType.RESPONSE, request, "peer", { i }));
+      expect((await answer).payload).toEqual({ i });
+    }
+    expect(pending.size).toBe(0);
+    const t0 = performance.now();
+    const late = await track(pending, 30, t0).outcome;
+    expect(late).toMatchObject({ ok: false, code: ErrorCode.TASK_TIMEOUT });
+  });
+
+  test("a given-up request leaves the others' deadlines alone", async () => {
+    const given: string[] = [];
+    const pending = new PendingRequests((request) => given.push(request.message_id));
+    const t0 = performance.now();
+    const first = track(pending, 50, t0);
+    const second = track(pending, 50, t0);
+    pending.giveUp(first.request.message_id, new HermesError(ErrorCode.TASK_TIMEOUT, "cancelled"));
+    expect((await first.outcome).ok).toBe(false);
+    expect(given).toEqual([first.request.message_id]);
+    const late = await second.outcome;
+    expect(late).toMatchObject({ ok: false, code: ErrorCode.TASK_TIMEOUT });
+    expect(late.atMs).toBeGreaterThanOrEqual(49);
+    expect(given).toEqual([first.request.message_id, second.request.message_id]);
+  });
+
+  test("the deadline timer keeps no process alive once nothing waits", async () => {
+    // A script that answers one request with a 60 s timeout and then has nothing to do must exit now.
+    const script = `
+      import { PendingRequests } from ${JSON.stringify(join(ROOT, "mesh/requests.ts"))};
+      import { createReply, createRequest, MessageType } from ${JSON.stringify(join(ROOT, "mesh/envelope.ts"))};
+      const pending = new PendingRequests();
+      for (let i = 0; i < 3; i++) {
+        const request = createRequest("tester", { target_agent: "peer" }, {});
+        const answer = pending.wait(request, { timeoutMs: 60_000 });
+        setTimeout(() => pending.handle(createReply(MessageType.RESPONSE, request, "peer", {})), 5);
+        await answer;
+      }
+      console.log("answered");
+    `;
+    const proc = Bun.spawn([process.execPath, "-e", script], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 15_000);
+    try {
+      const exitCode = await proc.exited;
+      expect(await new Response(proc.stdout).text()).toBe("answered\n");
+      expect(exitCode).toBe(0);
+    } finally {
+      clearTimeout(timer);
+      proc.kill("SIGKILL");
+    }
+  });
+});
