@@ -301,7 +301,7 @@ export class ServedRequest implements RequestContext {
   }
 
   #thrown(error: unknown, hooks: RunHooks | undefined): void {
-    hooks?.onThrow?.(error);
+    hooks?.onThrow?.(error, this.#request);
     this.fail(error);
   }
 
@@ -350,7 +350,7 @@ export interface RequestOptions extends EnvelopeOptions {
 /** What ServedRequest.run calls around the handler: before its answer goes (a durable commit), and when it threw. */
 export interface RunHooks {
   beforeAnswer?(payload: Payload): void;
-  onThrow?(error: unknown): void;
+  onThrow?(error: unknown, request: Envelope): void;
 }
 
 /**

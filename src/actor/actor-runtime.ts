@@ -1,5 +1,5 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
-import type { ServedRequest } from "../../mesh/requests.ts";
+import type { RunHooks, ServedRequest } from "../../mesh/requests.ts";
 import { createReply, MessageType, ttlDeadline, type Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
@@ -63,6 +63,8 @@ export class ActorRuntime<State = unknown> {
   #stopping = false;
   #idle: Array<() => void> = [];
   #handled = 0;
+  /** True while #drain's loop runs: a handler finishing inside it lets the loop go on instead of recursing. */
+  #draining = false;
 
   constructor(definition: ActorDefinition<State>, options: ActorRuntimeOptions) {
     this.definition = definition;
@@ -157,67 +159,98 @@ export class ActorRuntime<State = unknown> {
     if (this.#started) this.#drain();
   }
 
+  /**
+   * Starts work from the mailbox while fewer than `concurrency` handlers run. A handler that
+   * finishes at once (a sync handler) lets the loop go on to the next message, without a
+   * promise or a closure per message; one that goes async takes its turn later.
+   */
   #drain(): void {
-    while (this.#running < this.concurrency && !this.#stopping) {
-      const work = this.#mailbox.shift();
-      if (!work) break;
-      this.#running++;
-      const finished = () => {
-        this.#running--;
-        this.#handled++;
-        if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
-        this.#drain();
-      };
-      const startedAt = performance.now();
-      if (work.request) {
-        const served = work.request;
-        this.#runRequest(served).finally(() => {
-          const code = served.answer?.message_type === "error" ? Number(served.answer.payload.error_code) : undefined;
-          this.#observe(served.request, startedAt, code);
-          finished();
-        });
-      } else {
-        const event = work.event!;
-        this.#runEvent(event).finally(() => {
-          this.#observe(event.envelope, startedAt, undefined);
-          finished();
-        });
+    if (this.#draining) return;
+    this.#draining = true;
+    try {
+      while (this.#running < this.concurrency && !this.#stopping) {
+        const work = this.#mailbox.shift();
+        if (!work) break;
+        this.#running++;
+        if (work.request) this.#handleRequest(work.request);
+        else this.#handleEvent(work.event!);
       }
+    } finally {
+      this.#draining = false;
     }
   }
 
-  async #runRequest(served: ServedRequest): Promise<void> {
-    if (served.done) return; // cancelled while it waited
+  /** A handler finished (its message observed): the next one may start. */
+  #finished(): void {
+    this.#running--;
+    this.#handled++;
+    if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
+    this.#drain();
+  }
+
+  #handleRequest(served: ServedRequest): void {
+    const startedAt = performance.now();
+    let effects: Effects | undefined;
+    let answering: void | Promise<void> = undefined;
+    try {
+      if (this.#mayRun(served)) {
+        effects = this.#effects();
+        const handler = this.definition.onRequest!;
+        const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, served.deadline, effects?.view);
+        answering = served.run(() => handler(served.request, ctx), effects ? this.#durableHooks(served, effects) : this.#hooks);
+      }
+    } catch (error) {
+      // served.run answers whatever a handler throws: this is the runtime's own failure.
+      served.fail(error);
+    }
+    if (answering) answering.finally(() => this.#requestDone(served, effects, startedAt));
+    else this.#requestDone(served, effects, startedAt);
+  }
+
+  /** False (and the request answered) when it was cancelled while it waited, its ttl ran out, or this actor takes no requests. */
+  #mayRun(served: ServedRequest): boolean {
+    if (served.done) return false;
     if (Date.now() > served.deadline) {
       served.fail(new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out while waiting in the mailbox", { ttl: served.request.ttl }));
-      return;
+      return false;
     }
-    const handler = this.definition.onRequest;
-    if (!handler) {
+    if (!this.definition.onRequest) {
       served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.#identity.address} takes no requests`, { target: this.#identity.address, known: [] }));
-      return;
+      return false;
     }
-    const id = served.request.message_id;
-    const effects = this.#effects();
-    const ctx = handlerContext(this.#node, this.#identity, this.#state, served.request, served, undefined, served.deadline, effects?.view);
+    return true;
+  }
+
+  #requestDone(served: ServedRequest, effects: Effects | undefined, startedAt: number): void {
     try {
-      const answering = served.run(() => handler(served.request, ctx), {
-        // Committed with its answer (one transaction) before the answer goes. A commit the disk
-        // refuses throws code 6: answered as the handler's error and recorded nowhere, so a
-        // resend runs again.
-        beforeAnswer: (payload) => {
-          if (!effects) return;
-          this.#durable!.commit(id, effects.staged, createReply(MessageType.RESPONSE, served.request, this.#node.address, payload));
-          effects.committed = true;
-        },
-        onThrow: (error) => {
-          if (!(error instanceof HermesError)) ctx.log.error("handler threw", { error: String(error) });
-        },
-      });
-      if (answering) await answering;
+      if (effects) this.#afterCommit(served.request.message_id, effects);
     } finally {
-      if (effects) this.#afterCommit(id, effects);
+      const answer = served.answer;
+      this.#observe(served.request, startedAt, answer?.message_type === "error" ? Number(answer.payload.error_code) : undefined);
+      this.#finished();
     }
+  }
+
+  /** What a handler that throws something other than a HermesError leaves in the actor's log. */
+  #hooks: RunHooks = {
+    onThrow: (error, request) => {
+      if (!(error instanceof HermesError)) this.#identity.log.error("handler threw", { trace_id: request.trace_id, message_id: request.message_id, error: String(error) });
+    },
+  };
+
+  /**
+   * A durable call's answer is committed with its writes and messages (one transaction) before
+   * it goes. A commit the disk refuses throws code 6: answered as the handler's error and
+   * recorded nowhere, so a resend runs again.
+   */
+  #durableHooks(served: ServedRequest, effects: Effects): RunHooks {
+    return {
+      beforeAnswer: (payload) => {
+        this.#durable!.commit(served.request.message_id, effects.staged, createReply(MessageType.RESPONSE, served.request, this.#node.address, payload));
+        effects.committed = true;
+      },
+      onThrow: this.#hooks.onThrow,
+    };
   }
 
   /** Metrics and the event log of one handled message. */
@@ -259,25 +292,54 @@ export class ActorRuntime<State = unknown> {
     for (const { destination, envelope } of effects.staged.outbox) this.#node.sendTo(destination, envelope);
   }
 
-  async #runEvent(event: InboundEvent): Promise<void> {
+  /** Runs an event's handler; a sync one finishes in this call, like a sync request handler. */
+  #handleEvent(event: InboundEvent): void {
+    const startedAt = performance.now();
     const env = event.envelope;
     const handler = this.definition.onEvent;
     const effects = this.#effects();
+    let running: unknown;
+    let threw = false;
     try {
       if (handler) {
         // No signal of its own: nothing cancels an event, and the context makes one if the handler asks.
-        const ctx = handlerContext(this.#node, this.#identity, this.#state, env, undefined, undefined, ttlDeadline(env, Date.now()), effects?.view);
-        await handler(env, ctx);
-        if (effects) {
-          this.#durable!.stage(env.message_id, effects.staged);
-          effects.committed = true;
-        }
+        running = handler(env, handlerContext(this.#node, this.#identity, this.#state, env, undefined, ttlDeadline(env, Date.now()), effects?.view));
       }
     } catch (error) {
-      this.#identity.log.error("event handler threw", { trace_id: env.trace_id, message_id: env.message_id, error: String(error) });
+      threw = true;
+      this.#eventThrew(env, error);
+    }
+    if (isThenable(running)) {
+      Promise.resolve(running).then(
+        () => this.#eventDone(event, effects, startedAt, true),
+        (error) => {
+          this.#eventThrew(env, error);
+          this.#eventDone(event, effects, startedAt, false);
+        },
+      );
+    } else this.#eventDone(event, effects, startedAt, handler !== undefined && !threw);
+  }
+
+  #eventThrew(env: Envelope, error: unknown): void {
+    this.#identity.log.error("event handler threw", { trace_id: env.trace_id, message_id: env.message_id, error: String(error) });
+  }
+
+  #eventDone(event: InboundEvent, effects: Effects | undefined, startedAt: number, succeeded: boolean): void {
+    try {
+      if (effects && succeeded) {
+        this.#durable!.stage(event.envelope.message_id, effects.staged);
+        effects.committed = true;
+      }
+    } catch (error) {
+      this.#eventThrew(event.envelope, error);
     } finally {
       event.done();
-      if (effects) this.#afterCommit(env.message_id, effects);
+      try {
+        if (effects) this.#afterCommit(event.envelope.message_id, effects);
+      } finally {
+        this.#observe(event.envelope, startedAt, undefined);
+        this.#finished();
+      }
     }
   }
 }
@@ -291,4 +353,8 @@ function logSent(events: EventLog, env: Envelope, destinations: readonly string[
       `${env.topic !== undefined ? `,"topic":${JSON.stringify(env.topic)}` : ""}${env.capability !== undefined ? `,"capability":${JSON.stringify(env.capability)}` : ""}` +
       `${env.correlation_id !== undefined ? `,"correlation_id":${JSON.stringify(env.correlation_id)}` : ""}`,
   );
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
 }
