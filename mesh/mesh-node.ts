@@ -147,7 +147,7 @@ export class MeshNode {
    */
   request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.address, route, payload, options);
-    return this.requestEnvelope(request, { ...options, timeoutMs });
+    return this.requestEnvelope(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
   }
 
   /**
@@ -160,11 +160,10 @@ export class MeshNode {
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {
       const destinations = this.#router.destinations(request);
-      for (const [i, destination] of destinations.entries()) {
+      for (let i = 0; i < destinations.length; i++) {
         const copy = i === 0 ? request : { ...request };
-        const link = this.#link(destination.address);
+        const link = this.#link(destinations[i]!.address);
         this.#sentVia.set(copy, link);
-        if (i === 0) this.#sentVia.set(request, link);
         link.send(copy);
       }
       this.#options.onSent?.(request, destinations.map((d) => d.address));
