@@ -337,19 +337,22 @@ export function createReply(
   source: string,
   payload: Payload,
 ): Envelope {
-  return {
+  // Assigned in the same field order as the literal it replaces (no spreads: they showed in
+  // the profile of every answer), so the wire bytes are unchanged.
+  const reply = {
     message_id: newMessageId(),
     message_type: type,
     trace_id: request.trace_id,
     source_agent: source,
     target_agent: request.reply_to ?? request.source_agent,
     correlation_id: request.message_id,
-    ...(request.context_id !== undefined && { context_id: request.context_id }),
-    ...(request.priority !== undefined && { priority: request.priority }),
-    timestamp: Date.now(),
-    ttl: DEFAULT_TTL_MS,
-    payload,
-  };
+  } as Envelope;
+  if (request.context_id !== undefined) reply.context_id = request.context_id;
+  if (request.priority !== undefined) reply.priority = request.priority;
+  reply.timestamp = Date.now();
+  reply.ttl = DEFAULT_TTL_MS;
+  reply.payload = payload;
+  return reply;
 }
 
 /** An error envelope answering `request` with a coded error. */
