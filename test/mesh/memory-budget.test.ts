@@ -159,4 +159,36 @@ describe("DedupeCache answer budget", () => {
     for (const id of ["id-0", "id-1", "id-2", "id-3", "id-4", "huge"]) cache.forget(id);
     expect(cache.answerBytes).toBe(0);
   });
+
+  test("eviction for the budget passes over released bodies, and a body kept again counts from its new place", () => {
+    const cache = new DedupeCache({ answerBudgetBytes: 10_000 });
+    for (let i = 0; i < 3; i++) cache.complete(`id-${i}`, answer(2500)); // about 2,700 bytes each
+    cache.releaseAnswer("id-0"); // acknowledged: its bytes are back, its place in the queue is stale
+    cache.complete("id-1", answer(2500)); // kept again: now the newest
+    cache.complete("id-3", answer(2500));
+    cache.complete("id-4", answer(2500)); // over the budget: the oldest body still kept goes, id-2
+    expect(cache.lookup("id-0")).toMatchObject({ answer: undefined, answerSummary: undefined });
+    expect(cache.lookup("id-2")!.answer).toBeUndefined();
+    expect(cache.lookup("id-2")!.answerSummary).toMatchObject({ message_type: "response" });
+    for (const id of ["id-1", "id-3", "id-4"]) expect(cache.lookup(id)!.answer).toBeDefined();
+    expect(cache.answerBytes).toBeLessThanOrEqual(10_000);
+    expect(cache.answerBytes).toBeGreaterThan(3 * 2500);
+  });
+
+  test("answers acknowledged as they go keep no bytes, and the ids are still remembered", () => {
+    const cache = new DedupeCache({ capacity: 1000, answerBudgetBytes: 10_000 });
+    for (let i = 0; i < 100_000; i++) {
+      const id = `req-${i}`;
+      expect(cache.lookup(id)).toBeUndefined();
+      cache.begin(id);
+      cache.complete(id, answer(100));
+      if (i > 0) cache.releaseAnswer(`req-${i - 1}`);
+    }
+    expect(cache.size).toBe(1000);
+    expect(cache.lookup("req-99999")!.answer).toBeDefined();
+    expect(cache.lookup("req-99998")).toMatchObject({ state: "done", answer: undefined });
+    expect(cache.lookup("req-98999")).toBeUndefined(); // past the capacity
+    cache.releaseAnswer("req-99999");
+    expect(cache.answerBytes).toBe(0);
+  });
 });
