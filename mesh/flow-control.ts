@@ -93,9 +93,12 @@ export class WriteQueue {
       return;
     }
     this.#turns = this.#idleTurns = 0;
-    // Still marked scheduled while the hook adds its frame, so that frame schedules nothing more.
-    this.#beforeFlush?.(this.#end > this.#start);
-    this.#scheduled = false;
+    try {
+      // Still marked scheduled while the hook adds its frame, so that frame schedules nothing more.
+      this.#beforeFlush?.(this.#end > this.#start);
+    } finally {
+      this.#scheduled = false;
+    }
     this.flush();
   };
 

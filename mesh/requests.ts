@@ -48,7 +48,8 @@ class DeadlineBuckets {
 
   /** Files `id` under the slot at or after now + timeoutMs; returns the slot. */
   add(id: string, timeoutMs: number): number {
-    const now = Date.now();
+    // The monotonic clock: a wall clock stepped back (NTP, a resumed VM) must not delay timeouts.
+    const now = performance.now();
     const at = Math.ceil((now + timeoutMs) / DEADLINE_GRAIN_MS) * DEADLINE_GRAIN_MS;
     let ids = this.#slots.get(at);
     if (!ids) {
@@ -56,8 +57,9 @@ class DeadlineBuckets {
       this.#slots.set(at, ids);
       if (at > this.#newest) this.#newest = at;
     }
+    if (ids.has(id)) return at; // the same id waiting twice (a resent envelope) counts once
     ids.add(id);
-    if (this.#waiting++ === 0) this.#timer?.ref();
+    if (this.#waiting++ === 0) this.#timer?.ref?.();
     if (at < this.#timerAt) this.#arm(at, now);
     return at;
   }
@@ -66,30 +68,39 @@ class DeadlineBuckets {
     const ids = this.#slots.get(at);
     if (!ids?.delete(id)) return;
     if (ids.size === 0 && at !== this.#newest) this.#slots.delete(at);
-    if (--this.#waiting === 0) this.#timer?.unref();
+    if (--this.#waiting === 0) this.#timer?.unref?.();
   }
 
   #arm(at: number, now: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timerAt = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, at - now));
-    if (this.#waiting === 0) this.#timer.unref();
+    if (this.#waiting === 0) this.#timer.unref?.();
   }
 
   #fire = (): void => {
     this.#timer = undefined;
     this.#timerAt = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = performance.now();
     let next = Number.POSITIVE_INFINITY;
+    let failure: { error: unknown } | undefined;
     for (const [at, ids] of this.#slots) {
       if (at <= now) {
         this.#slots.delete(at);
         this.#waiting -= ids.size;
-        for (const id of ids) this.#expire(id);
+        for (const id of ids) {
+          // One expiry that throws must not leave the later deadlines without a timer.
+          try {
+            this.#expire(id);
+          } catch (error) {
+            failure ??= { error };
+          }
+        }
       } else if (ids.size > 0) next = Math.min(next, at);
       else this.#slots.delete(at);
     }
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next, now);
+    if (failure) throw failure.error;
   };
 }
 
@@ -165,7 +176,12 @@ export class PendingRequests {
   giveUp(id: string, error: HermesError): void {
     const pending = this.#take(id);
     if (!pending) return;
-    this.#onGiveUp(pending.request, error);
+    try {
+      this.#onGiveUp(pending.request, error);
+    } catch {
+      // Telling the peer is best effort (its link may be full or closed): the request's ttl ends
+      // its handling there anyway, and the waiter hears of it below either way.
+    }
     pending.reject(error);
   }
 

@@ -83,7 +83,9 @@ export function initContext(node: MeshNode, identity: Identity): InitContext {
 
 /**
  * The context of one handler call. Outgoing messages inherit the trace and context ids (never
- * rewritten), and a request's default deadline is what is left of the current one.
+ * rewritten), and a request's default deadline is what is left of the current one. A plain
+ * object, so a handler may spread it or replace a member (a class with its functions made on
+ * first use measured no faster: bench/loopback.ts actor).
  *
  * @example
  * const ctx = handlerContext(node, identity, state, envelope, served, served.deadline);
@@ -98,112 +100,49 @@ export function handlerContext<State>(
   deadline: number,
   durable?: { store: ActorStore; outbox: Outbox },
 ): ActorContext<State> {
-  return new HandlerContext(node, identity, state, envelope, served, deadline, durable);
-}
-
-/**
- * One object per handled message: its functions are made on first use (a handler that
- * destructures `{ request }` gets one bound to its call), where a literal with a closure per
- * function and a spread of the identity cost a dozen allocations per message.
- */
-class HandlerContext<State> implements ActorContext<State> {
-  readonly name: string;
-  readonly address: string;
-  readonly instance: number;
-  readonly store: ActorStore;
-  state: State;
-  readonly envelope: Envelope;
-  readonly deadline: number;
-  #node: MeshNode;
-  #identity: Identity;
-  #served: ServedRequest | undefined;
-  #outbox: Outbox | undefined;
-  /** This handler's span as the parent of what it sends, computed (a hash) only when it sends. */
-  #traceparent: string | undefined;
-  #log: Logger | undefined;
-  #eventSignal: AbortSignal | undefined;
-  #request: ActorContext["request"] | undefined;
-  #send: ActorContext["send"] | undefined;
-  #publish: ActorContext["publish"] | undefined;
-  #writable: ActorContext["writable"] | undefined;
-  #record: ActorContext["record"] | undefined;
-  #progress: ActorContext["progress"] | undefined;
-  #reply: ActorContext["reply"] | undefined;
-
-  constructor(node: MeshNode, identity: Identity, state: State, envelope: Envelope, served: ServedRequest | undefined, deadline: number, durable: { store: ActorStore; outbox: Outbox } | undefined) {
-    this.name = identity.name;
-    this.address = identity.address;
-    this.instance = identity.instance;
-    this.store = durable ? durable.store : identity.store;
-    this.state = state;
-    this.envelope = envelope;
-    this.deadline = deadline;
-    this.#node = node;
-    this.#identity = identity;
-    this.#served = served;
-    this.#outbox = durable?.outbox;
-  }
-
-  /** Bound on first use: most calls never log, and a logger per call showed in profiles. */
-  get log(): Logger {
-    return (this.#log ??= this.#identity.log.with({ trace_id: this.envelope.trace_id, message_id: this.envelope.message_id }));
-  }
-
-  get signal(): AbortSignal {
-    // Nothing cancels an event: its signal never aborts.
-    return this.#served ? this.#served.signal : (this.#eventSignal ??= new AbortController().signal);
-  }
-
-  get record(): ActorContext["record"] {
-    return (this.#record ??= (event) => this.#identity.record({ trace_id: this.envelope.trace_id, message_id: this.envelope.message_id, ...event }));
-  }
-
-  get request(): ActorContext["request"] {
-    return (this.#request ??= async (to, payload, options) => {
-      const opts = this.#inherit(options);
-      if (opts.timeoutMs === undefined && opts.ttl === undefined) opts.timeoutMs = Math.max(1, this.deadline - Date.now());
-      return (await this.#node.request(toRoute(to), payload, opts)).payload;
-    });
-  }
-
-  get send(): ActorContext["send"] {
-    return (this.#send ??= (to, payload, options) => {
-      const outbox = this.#outbox;
-      if (!outbox) return this.#node.send(toRoute(to), payload, this.#inherit(options));
-      stage(this.#node, this.address, outbox, toRoute(to), payload, this.#inherit(options), true);
-      return COMMITTED_LATER;
-    });
-  }
-
-  get publish(): ActorContext["publish"] {
-    return (this.#publish ??= (topic, payload, options) => {
-      const outbox = this.#outbox;
-      return outbox ? stage(this.#node, this.address, outbox, { topic }, payload, this.#inherit(options), false) : this.#node.publish(topic, payload, this.#inherit(options));
-    });
-  }
-
-  get writable(): ActorContext["writable"] {
-    return (this.#writable ??= () => this.#node.writable());
-  }
-
-  get progress(): ActorContext["progress"] {
-    return (this.#progress ??= (payload) => this.#served?.progress(payload));
-  }
-
-  get reply(): ActorContext["reply"] {
-    return (this.#reply ??= (payload) => this.#served?.respond(payload));
-  }
-
-  /** The options of a message this handler sends: the trace continues (same trace_id and context_id, this span as parent). */
-  #inherit<T extends EnvelopeOptions>(options: T | undefined): T {
-    const envelope = this.envelope;
-    return {
+  // The trace continues: same trace_id and context_id, and a traceparent naming this handler's
+  // span, computed (a hash of the message id) only when the handler sends something.
+  let traceparent: string | undefined;
+  const inherit = <T extends EnvelopeOptions>(options: T | undefined): T =>
+    ({
       trace_id: envelope.trace_id,
       ...(envelope.context_id !== undefined && { context_id: envelope.context_id }),
       ...options,
-      headers: { ...options?.headers, traceparent: (this.#traceparent ??= childTraceparent(envelope)) },
-    } as unknown as T;
-  }
+      headers: { ...options?.headers, traceparent: (traceparent ??= childTraceparent(envelope)) },
+    }) as unknown as T;
+  let log: Logger | undefined;
+  return {
+    ...identity,
+    record: (event) => identity.record({ trace_id: envelope.trace_id, message_id: envelope.message_id, ...event }),
+    // Bound on first use: most calls never log, and a logger per call showed in profiles.
+    get log() {
+      return (log ??= identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id }));
+    },
+    state,
+    envelope,
+    deadline,
+    get signal() {
+      // Nothing cancels an event: its signal never aborts.
+      return served ? served.signal : new AbortController().signal;
+    },
+    request: async (to, payload, options) => {
+      const left = Math.max(1, deadline - Date.now());
+      const opts = inherit(options);
+      if (opts.timeoutMs === undefined && opts.ttl === undefined) opts.timeoutMs = left;
+      return (await node.request(toRoute(to), payload, opts)).payload;
+    },
+    send: (to, payload, options) => {
+      if (!durable) return node.send(toRoute(to), payload, inherit(options));
+      stage(node, identity.address, durable.outbox, toRoute(to), payload, inherit(options), true);
+      return COMMITTED_LATER;
+    },
+    writable: () => node.writable(),
+    publish: (topic, payload, options) =>
+      durable ? stage(node, identity.address, durable.outbox, { topic }, payload, inherit(options), false) : node.publish(topic, payload, inherit(options)),
+    ...(durable && { store: durable.store }),
+    progress: (payload) => served?.progress(payload),
+    reply: (payload) => served?.respond(payload),
+  };
 }
 
 /**

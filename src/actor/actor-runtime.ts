@@ -224,11 +224,12 @@ export class ActorRuntime<State = unknown> {
   #requestDone(served: ServedRequest, effects: Effects | undefined, startedAt: number): void {
     try {
       if (effects) this.#afterCommit(served.request.message_id, effects);
-    } finally {
       const answer = served.answer;
       this.#observe(served.request, startedAt, answer?.message_type === "error" ? Number(answer.payload.error_code) : undefined);
-      this.#finished();
+    } catch (error) {
+      failLater(error);
     }
+    this.#finished();
   }
 
   /** What a handler that throws something other than a HermesError leaves in the actor's log. */
@@ -334,13 +335,14 @@ export class ActorRuntime<State = unknown> {
       this.#eventThrew(event.envelope, error);
     } finally {
       event.done();
-      try {
-        if (effects) this.#afterCommit(event.envelope.message_id, effects);
-      } finally {
-        this.#observe(event.envelope, startedAt, undefined);
-        this.#finished();
-      }
     }
+    try {
+      if (effects) this.#afterCommit(event.envelope.message_id, effects);
+      this.#observe(event.envelope, startedAt, undefined);
+    } catch (error) {
+      failLater(error);
+    }
+    this.#finished();
   }
 }
 
@@ -353,6 +355,18 @@ function logSent(events: EventLog, env: Envelope, destinations: readonly string[
       `${env.topic !== undefined ? `,"topic":${JSON.stringify(env.topic)}` : ""}${env.capability !== undefined ? `,"capability":${JSON.stringify(env.capability)}` : ""}` +
       `${env.correlation_id !== undefined ? `,"correlation_id":${JSON.stringify(env.correlation_id)}` : ""}`,
   );
+}
+
+/**
+ * A failure after a message was answered (its durable outbox could not be sent, say) ends the
+ * process, as an unhandled rejection did before handlers could finish in the same call: the
+ * supervisor restarts it and the committed outbox goes out then. Thrown on a later microtask,
+ * once the mailbox has moved on, so it never reaches the connection that delivered the message.
+ */
+function failLater(error: unknown): void {
+  queueMicrotask(() => {
+    throw error;
+  });
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -10,7 +10,13 @@ const ROOT = join(import.meta.dirname, "../..");
 /** The actor host's source entry: what Deno actors run (Deno runs TypeScript itself), and Bun's fallback. */
 export const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");
 
-let entry: Promise<string> | undefined;
+/** The bundles built by this process, by variant: with the NATS client, or for a mesh on sockets. */
+const entries = new Map<string, Promise<string>>();
+
+/** What the actor host of a mesh needs: the NATS client only in a mesh over NATS (mesh.transport: nats). */
+export interface HostVariant {
+  nats?: boolean;
+}
 
 /**
  * The file an actor process runs: the actor host bundled into one CommonJS file with Bun's
@@ -19,23 +25,31 @@ let entry: Promise<string> | undefined;
  * start; the bundle, with the start-up cuts of `startupCuts`, about 7
  * (bench/startup-profile.ts). Falls back to the source entry if the build fails, and
  * HERMES_ACTOR_HOST=source forces the source. A supervisor on Deno never builds (Bun.build is
- * Bun's): its Bun actors, if any, run from source too.
+ * Bun's): its Bun actors, if any, run from source too. A mesh on sockets gets a bundle without
+ * the NATS client: carried along unused, it cost each idle actor 1.3 MB of memory and its
+ * start about a tenth more time (bench/footprint.bench.ts).
  */
-export function actorHostEntry(log?: Logger): Promise<string> {
+export function actorHostEntry(log?: Logger, variant: HostVariant = {}): Promise<string> {
   if (process.env.HERMES_ACTOR_HOST === "source" || typeof Bun === "undefined") return Promise.resolve(HOST_SOURCE);
-  return (entry ??= build(log).catch((error) => {
-    log?.warn("actor host bundle failed; running actors from source", { error: String(error) });
-    return HOST_SOURCE;
-  }));
+  const name = variant.nats ? "nats" : "sockets";
+  let entry = entries.get(name);
+  if (!entry) {
+    entry = build(name, variant, log).catch((error) => {
+      log?.warn("actor host bundle failed; running actors from source", { error: String(error) });
+      return HOST_SOURCE;
+    });
+    entries.set(name, entry);
+  }
+  return entry;
 }
 
-async function build(log?: Logger): Promise<string> {
-  const dir = join(cacheRoot(), `actor-host-${sourceHash()}`);
+async function build(name: string, variant: HostVariant, log?: Logger): Promise<string> {
+  const dir = join(cacheRoot(), `actor-host-${sourceHash()}-${name}`);
   const file = join(dir, "host-main.js");
   if (existsSync(file)) return file;
   const staging = `${dir}.${process.pid}.tmp`;
   rmSync(staging, { recursive: true, force: true });
-  await bundleHost(HOST_SOURCE, staging);
+  await bundleHost(HOST_SOURCE, staging, variant);
   try {
     renameSync(staging, dir);
   } catch {
@@ -50,19 +64,20 @@ async function build(log?: Logger): Promise<string> {
 /**
  * Bundles `entry` as the actor host is bundled (one CommonJS file with Bun's bytecode beside
  * it, with the start-up cuts below) into `outdir`; bench/startup-profile.ts measures the same
- * build. Rejects with the build's messages.
+ * build. Without `variant.nats` the NATS transport and registry are left out (see startupCuts).
+ * Rejects with the build's messages.
  *
  * @example
  * await bundleHost("src/actor/actor-host.ts", "/tmp/host-bundle"); // /tmp/host-bundle/actor-host.js
  */
-export async function bundleHost(entry: string, outdir: string): Promise<void> {
+export async function bundleHost(entry: string, outdir: string, variant: HostVariant = {}): Promise<void> {
   const result = await Bun.build({
     entrypoints: [entry],
     target: "bun",
     format: "cjs",
     bytecode: true,
     outdir,
-    plugins: [startupCuts()],
+    plugins: [startupCuts(variant)],
   });
   if (!result.success) throw new Error(result.logs.map(String).join("\n"));
 }
@@ -83,8 +98,12 @@ const DEFERRED = "hermes-deferred";
  * - msgpackr's native string extractor is found at run time by node-gyp-build, which costs
  *   about 5 ms (the binary itself loads in 1): the binary's path is looked up once, here, and
  *   the bundle loads it directly (or through node-gyp-build, as before, if it is gone).
+ * - Without `variant.nats`, mesh/nats-transport.ts and mesh/nats-registry.ts (and with them the
+ *   NATS client) are replaced by stand-ins whose functions throw: a mesh on sockets never calls
+ *   them (the supervisor picks the variant from the mesh file, and members join over NATS only
+ *   when the mesh runs on it).
  */
-function startupCuts(): BunPlugin {
+function startupCuts(variant: HostVariant): BunPlugin {
   const imports = new RegExp(`(from\\s*)(["'])(?:node:)?(${DEFERRED_BUILTINS.join("|")})\\2`, "g");
   const root = ROOT.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const ownSources = new RegExp(`^${root}/(src|mesh)/.*\\.ts$`);
@@ -97,10 +116,26 @@ function startupCuts(): BunPlugin {
       });
       build.onResolve({ filter: new RegExp(`^${DEFERRED}:`) }, (args) => ({ path: args.path.slice(DEFERRED.length + 1), namespace: DEFERRED }));
       build.onLoad({ filter: /.*/, namespace: DEFERRED }, (args) => ({ contents: deferredBuiltin(args.path), loader: "js" }));
+      if (!variant.nats) {
+        build.onResolve({ filter: NATS_MODULES }, (args) => ({ path: join(dirname(args.importer), args.path), namespace: NO_NATS }));
+        build.onLoad({ filter: /.*/, namespace: NO_NATS }, async (args) => ({ contents: withoutNats(await Bun.file(args.path).text()), loader: "js" }));
+      }
       build.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "hermes-native" }));
       build.onLoad({ filter: /.*/, namespace: "hermes-native" }, () => ({ contents: nativeExtractor(), loader: "js" }));
     },
   };
+}
+
+const NATS_MODULES = /^\.\/nats-(transport|registry)\.ts$/;
+const NO_NATS = "hermes-no-nats";
+
+/** A stand-in for a NATS module of this repository: each of its exports, every one a function that throws. */
+function withoutNats(source: string): string {
+  const names = [...source.matchAll(/^export (?:async )?(?:function|const|class|let) (\w+)/gm)].map((m) => m[1]!);
+  return [
+    `const refuse = () => { throw new Error("this actor host was bundled for a mesh on sockets, without the NATS client: a mesh over NATS starts its actors with the NATS bundle"); };`,
+    ...names.map((name) => `export function ${name}() { return refuse(); }`),
+  ].join("\n");
 }
 
 /** A module with every function of builtin `name`, each loading the builtin on first use. */

@@ -107,12 +107,12 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     start.ready.resolve();
   });
   const spawned = new Map<string, ChildHandle>();
-  const hostEntry = await actorHostEntry(options.log);
+  const nats = natsSettingsOf(meshFile);
+  const hostEntry = await actorHostEntry(options.log, { nats: nats !== undefined });
   // The gateway's token is the gateway's alone: actors do not inherit it from this process.
   const gatewayTokenEnv = meshFile.gateway?.token_env;
   const actorHidden = ["HERMES_GATEWAY_TOKEN", ...(gatewayTokenEnv ? [gatewayTokenEnv] : [])];
   const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
-  const nats = natsSettingsOf(meshFile);
   const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats, socketGroup };
   const standby = THIS_RUNTIME === "bun" && (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
     ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])

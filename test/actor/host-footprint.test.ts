@@ -48,7 +48,8 @@ describe("an idle actor process", () => {
   test("run from the host bundle loads no zod, hono or yaml", async () => {
     delete process.env.HERMES_ACTOR_HOST;
     for (const inventory of await inventories()) {
-      expect(inventory.entry).toMatch(/actor-host-[0-9a-f]+[/\\]host-main\.js$/);
+      // A mesh on sockets: the bundle without the NATS client (src/supervisor/actor-host-bundle.ts).
+      expect(inventory.entry).toMatch(/actor-host-[0-9a-f]+-sockets[/\\]host-main\.js$/);
       // The listing is real: the actor's own module is in it.
       expect(inventory.modules.some((path) => path.endsWith(`${sep}inventory.ts`))).toBe(true);
       expect(heavyModules(inventory.modules)).toEqual([]);

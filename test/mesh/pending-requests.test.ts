@@ -71,6 +71,20 @@ describe("request deadlines behind one timer", () => {
     expect(given).toEqual([first.request.message_id, second.request.message_id]);
   });
 
+  test("a cancel that cannot be sent still rejects its request, and later deadlines still fire", async () => {
+    const pending = new PendingRequests(() => {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full"); // the peer's link is full
+    });
+    const t0 = performance.now();
+    const first = track(pending, 20, t0);
+    const later = track(pending, 120, t0);
+    expect(await first.outcome).toMatchObject({ ok: false, code: ErrorCode.TASK_TIMEOUT });
+    const result = await later.outcome;
+    expect(result).toMatchObject({ ok: false, code: ErrorCode.TASK_TIMEOUT });
+    expect(result.atMs).toBeGreaterThanOrEqual(119);
+    expect(pending.size).toBe(0);
+  });
+
   test("the deadline timer keeps no process alive once nothing waits", async () => {
     // A script that answers one request with a 60 s timeout and then has nothing to do must exit now.
     const script = `
