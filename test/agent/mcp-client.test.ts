@@ -49,6 +49,19 @@ afterAll(async () => {
 writeFileSync(PID_FILE, "");
 const env = { MCP_FIXTURE_PID_FILE: PID_FILE };
 
+/** agents.yaml in `dir`: the scripted provider (script.yaml there), the v1 fixture server as `calc` (its pids into `pids`), and one agent. */
+function writeCalcAgents(dir: string, pids: string, agent: string): void {
+  writeFileSync(join(dir, "agents.yaml"), `
+provider: { kind: scripted, script: script.yaml }
+mcp_servers:
+  calc:
+    command: [${JSON.stringify(BUN)}, ${JSON.stringify(FIXTURE)}, --sdk, v1]
+    env: { MCP_FIXTURE_PID_FILE: ${JSON.stringify(pids)} }
+agents:
+  - ${agent}
+`);
+}
+
 for (const sdk of ["v1", "v2"] as const) {
   const protocol = sdk === "v1" ? "2025-11-25" : "2026-07-28";
   describe(`a stdio MCP server on the ${sdk} SDK (protocol ${protocol})`, () => {
@@ -288,15 +301,7 @@ tracks:
       - tool_calls: [{ name: mcp.calc.slow, arguments: { steps: 3, delay_ms: 20 } }]
       - counted to three
 `);
-    writeFileSync(join(dir.path, "agents.yaml"), `
-provider: { kind: scripted, script: script.yaml }
-mcp_servers:
-  calc:
-    command: [${JSON.stringify(BUN)}, ${JSON.stringify(FIXTURE)}, --sdk, v1]
-    env: { MCP_FIXTURE_PID_FILE: ${JSON.stringify(pids)} }
-agents:
-  - { name: counter, system_prompt: "Count.", model: m, tools: ["mcp.calc.*"] }
-`);
+    writeCalcAgents(dir.path, pids, `{ name: counter, system_prompt: "Count.", model: m, tools: ["mcp.calc.*"] }`);
     const before = process.env.HERMES_AGENTS_FILE;
     process.env.HERMES_AGENTS_FILE = join(dir.path, "agents.yaml");
     try {
@@ -329,15 +334,7 @@ supervisor:
     const pids = join(dir.path, "agent-pids");
     writeFileSync(pids, "");
     writeFileSync(join(dir.path, "script.yaml"), "tracks:\n  - { agent: keeper, turns: [kept] }\n");
-    writeFileSync(join(dir.path, "agents.yaml"), `
-provider: { kind: scripted, script: script.yaml }
-mcp_servers:
-  calc:
-    command: [${JSON.stringify(BUN)}, ${JSON.stringify(FIXTURE)}, --sdk, v1]
-    env: { MCP_FIXTURE_PID_FILE: ${JSON.stringify(pids)} }
-agents:
-  - { name: keeper, system_prompt: "Keep.", model: m, tools: ["mcp.calc.*"], recall: { namespace: notes } }
-`);
+    writeCalcAgents(dir.path, pids, `{ name: keeper, system_prompt: "Keep.", model: m, tools: ["mcp.calc.*"], recall: { namespace: notes } }`);
     // The long-term memory opens after the mount, and cannot: its database path is a directory.
     mkdirSync(join(dir.path, "data", "keeper-facts.db"), { recursive: true });
     const saved = { file: process.env.HERMES_AGENTS_FILE, dir: process.env.HERMES_MESH_DIR };
