@@ -24,6 +24,7 @@ import { onExit } from "./lib/cleanup.ts";
 import { watchInterference } from "./lib/interference.ts";
 import { SEED_REQUEST } from "./lib/invoke-seed.ts";
 import { ACTORS_DIR } from "./lib/mesh.ts";
+import { cpuNanoseconds } from "./lib/cpu-time.ts";
 import { BOTH_CORES, pinPrefix, pinSelf, taskset, UNPINNED } from "./lib/placement.ts";
 import { processMemory } from "./lib/proc-memory.ts";
 import { formatMachine, formatTable, machineInfo, progress, progressDone, type Figure } from "./lib/report.ts";
@@ -48,6 +49,8 @@ export interface LoadResult {
   errors: number;
   latencyUs: { p50: number; p90: number; p99: number; p999: number; max: number };
   problems: string[];
+  /** CPU time the load generator itself used, in us (all threads, user and kernel). */
+  loadCpuUs: number;
 }
 
 export interface LoadOptions {
@@ -115,11 +118,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const forget = onExit(() => proc.kill("SIGKILL"));
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   forget();
+  const loadCpuUs = Number(proc.resourceUsage()?.cpuTime.total ?? 0);
   const line = stdout.split("\n").find((l) => l.startsWith("result "));
   if (code !== 0 || !line) throw new Error(`${options.tool} exited ${code} without a result:\n${stdout}${stderr}`);
   const parsed = JSON.parse(line.slice("result ".length));
   const problems = [...(parsed.problems ?? []), ...stdout.split("\n").filter((l) => l.startsWith("problem ")).map((l) => l.slice(8))];
-  return { tool: options.tool, ...parsed, problems };
+  return { tool: options.tool, ...parsed, problems, loadCpuUs };
 }
 
 /** A mesh of echo and calculator with the gateway on a free port; every process killed however the run ends. */
@@ -215,7 +219,15 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
     const rss = watchRss(gatewayPid);
     progress(`gateway: ${warmup} s warm-up, then ${seconds} s of ${tool} with ${connections} connections`);
     const warm = await runLoad({ url, seconds: warmup, connections, tool });
+    const cpu0 = { gateway: cpuNanoseconds(gatewayPid), calculator: cpuNanoseconds(calculatorPid), supervisor: cpuNanoseconds("self") };
     const measured = await runLoad({ url, seconds, connections, tool });
+    const perRequest = (ns: number) => ns / 1000 / Math.max(1, measured.requests);
+    const cpu = {
+      gateway: perRequest(cpuNanoseconds(gatewayPid) - cpu0.gateway),
+      calculator: perRequest(cpuNanoseconds(calculatorPid) - cpu0.calculator),
+      supervisor: perRequest(cpuNanoseconds("self") - cpu0.supervisor),
+      load: measured.loadCpuUs / Math.max(1, measured.requests),
+    };
     const memory = rss.stop();
     const calculatorEnd = processMemory(calculatorPid).rss;
     if (m.mesh.registry.byAddress("gateway")?.pid !== gatewayPid) throw new Error("the gateway restarted during the load");
@@ -223,10 +235,13 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
     progress(`gateway: baseline, a bare Bun.serve, ${baselineSeconds} s`);
     const bare = await spawnFixture(BARE_HTTP_FIXTURE, [], placement);
     let baseline: LoadResult;
+    let bareCpu = 0;
     try {
       const bareUrl = String(bare.info.url);
       await runLoad({ url: bareUrl, seconds: warmup, connections, tool });
+      const bare0 = cpuNanoseconds(bare.pid);
       baseline = await runLoad({ url: bareUrl, seconds: baselineSeconds, connections, tool });
+      bareCpu = (cpuNanoseconds(bare.pid) - bare0) / 1000 / Math.max(1, baseline.requests);
     } finally {
       await disposeQuietly(bare);
     }
@@ -247,6 +262,18 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
       latency("p99", "p99"),
       latency("p999", "p99.9"),
       { ...base("invoke non-2xx, wrong answers, socket errors"), unit: "errors", value: failures(measured) + failures(warm), better: "lower", target: { maxValue: 0 } },
+      // Where the CPU of one request goes, every thread of each process counted (the gateway's and
+      // the actor's collectors run on helper threads), beside the bare server's and its load's.
+      {
+        ...base("CPU per request, gateway process"), unit: "us", value: cpu.gateway, better: "lower",
+        baseline: { name: "bare Bun.serve CPU", value: bareCpu },
+      },
+      { ...base("CPU per request, calculator actor"), unit: "us", value: cpu.calculator, better: "lower" },
+      { ...base("CPU per request, supervisor"), unit: "us", value: cpu.supervisor, better: "lower" },
+      {
+        ...base(`CPU per request, load generator (${tool})`), unit: "us", value: cpu.load, better: "lower",
+        baseline: { name: "same, on the bare server", value: baseline.loadCpuUs / Math.max(1, baseline.requests) },
+      },
       {
         ...base("gateway VmRSS at the end"), unit: "MB", value: memory.end, better: "lower",
         baseline: { name: "before the load", value: memory.start }, detail: { ...memory, calculatorStart, calculatorEnd },

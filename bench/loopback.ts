@@ -11,8 +11,13 @@
  * - `actor`: the actor path, a mesh node as connectMesh makes it (scheduler, outcomes) and an
  *   echo actor's runtime (mailbox, handler context, dedupe memory, event log) on its own mesh
  *   node, linked through an in-process transport.
+ * - `gateway`: the gateway's app (hono, its middleware, the invoke handler, its event log)
+ *   answering the seed request of bench/gateway-load.ts through `app.fetch`, its node linked to
+ *   the calculator actor's runtime as in `actor`. The baseline is the bare handler of
+ *   fixtures/bare-http-fixture.ts on the same Request, so HTTP parsing (native in Bun.serve)
+ *   is in neither: the difference is the gateway's JavaScript and the mesh path behind it.
  *
- * Run: `bun bench/loopback.ts [transport|actor] [round trips per round] [rounds] [codec]`
+ * Run: `bun bench/loopback.ts [transport|actor|gateway] [round trips per round] [rounds] [codec]`
  * (codec: msgpackr-records, the default, or msgpack).
  * Profile: `bun --cpu-prof-md --cpu-prof-dir=/tmp/lp bench/loopback.ts actor 300000 1`.
  */
@@ -27,9 +32,13 @@ import { Registry } from "../mesh/registry.ts";
 import { RequestChannel } from "../mesh/requests.ts";
 import { schedulerFromEnv, schedulerPicker } from "../mesh/routing.ts";
 import type { LinkSettings, MeshLink, MeshTransport } from "../mesh/transport.ts";
+import calculator from "../actors/calculator.ts";
 import { ActorRuntime } from "../src/actor/actor-runtime.ts";
-import { defineActor } from "../src/actor/define-actor.ts";
+import { defineActor, type ActorDefinition } from "../src/actor/define-actor.ts";
+import { evaluateExpression } from "../src/agent/calculator.ts";
+import { createGatewayApp } from "../src/gateway/gateway-app.ts";
 import { EventLog } from "../src/observability/event-log.ts";
+import { SEED_REQUEST } from "./lib/invoke-seed.ts";
 import { PAYLOAD_128, RAW_128 } from "./lib/payload.ts";
 
 const [mode = "transport", perRoundText = "100000", roundsText = "3", codec = "msgpackr-records"] = process.argv.slice(2);
@@ -89,34 +98,79 @@ function inProcessTransport(): MeshTransport {
   };
 }
 
-async function actorLoop(logDir: string): Promise<() => Promise<void>> {
+/**
+ * An actor's runtime with its event log on a mesh node of `transport`, and a client node as
+ * joinMesh makes one (the scheduler picks, and hears how each request turned out).
+ */
+async function actorAndClient(logDir: string, name: string, actor: ActorDefinition, clientAddress: string): Promise<{ client: MeshNode; registry: Registry }> {
   const transport = inProcessTransport();
   const registry = new Registry();
   registry.upsert({
-    name: "echo", instance: 0, address: "echo", id: "00000000-0000-4000-8000-000000000000", socket: "in-process:echo",
-    capabilities: [], subscriptions: [], health: "healthy", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(), kind: "actor",
+    name, instance: 0, address: name, id: "00000000-0000-4000-8000-000000000000", socket: `in-process:${name}`,
+    capabilities: [...(actor.capabilities ?? [])], subscriptions: [], health: "healthy", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(), kind: "actor",
   });
-  const events = new EventLog(join(logDir, "echo.jsonl"), { actor: "echo" });
-  const runtime = new ActorRuntime(defineActor({ onRequest: (request) => request.payload }), {
-    name: "echo", instance: 0, address: "echo", log: createLogger({ actor: "echo" }), events,
-  });
+  const events = new EventLog(join(logDir, `${name}.jsonl`), { actor: name });
+  const runtime = new ActorRuntime(actor, { name, instance: 0, address: name, log: createLogger({ actor: name }), events });
   const serverScheduler = schedulerFromEnv();
-  const server = await MeshNode.start({ address: "echo", socketPath: "in-process:echo", transport, routes: registry, pick: schedulerPicker(serverScheduler), ...runtime.nodeHandlers });
+  const server = await MeshNode.start({ address: name, socketPath: `in-process:${name}`, transport, routes: registry, pick: schedulerPicker(serverScheduler), ...runtime.nodeHandlers });
   await runtime.start(server);
-  // As joinMesh makes a client's node: the scheduler picks, and hears how each request turned out.
   const scheduler = schedulerFromEnv();
   let client!: MeshNode;
   client = await MeshNode.start({
-    address: "loop-client", transport, routes: registry,
+    address: clientAddress, transport, routes: registry,
     pick: schedulerPicker(scheduler, (to) => client.inFlightTo(to)),
     onOutcome: (to, ok, latencyMs) => scheduler.record(to, { ok, latencyMs }),
   });
+  return { client, registry };
+}
+
+async function actorLoop(logDir: string): Promise<() => Promise<void>> {
+  const { client } = await actorAndClient(logDir, "echo", defineActor({ onRequest: (request) => request.payload }), "loop-client");
   const route = { target_agent: "echo" };
   const options = { timeoutMs: 10_000 };
   return async () => {
     await client.request(route, PAYLOAD_128, options);
   };
 }
+
+const INVOKE_URL = "http://127.0.0.1:8000/hermes/v1/invoke";
+const SEED_BODY = JSON.stringify(SEED_REQUEST);
+const BINDINGS = { server: undefined, listener: "tcp" } as const;
+
+const SEED_HEADERS = { "content-type": "application/hermes+json", "content-length": String(Buffer.byteLength(SEED_BODY)), host: "127.0.0.1:8000" };
+
+/** A POST of the seed request with the headers wrk sends. */
+function seedRequest(): Request {
+  return new Request(INVOKE_URL, { method: "POST", headers: SEED_HEADERS, body: SEED_BODY });
+}
+
+/** The gateway app with its event log, its node the client of an in-process calculator actor. */
+async function gatewayLoop(logDir: string): Promise<() => Promise<void>> {
+  const { client, registry } = await actorAndClient(logDir, "calculator", calculator, "gateway");
+  const events = new EventLog(join(logDir, "gateway.jsonl"), { actor: "gateway" });
+  const app = createGatewayApp({ node: client, registry, meshName: "loopback", stats: async () => ({}), host: "127.0.0.1", events });
+  return async () => {
+    const answer = await app.fetch(seedRequest(), BINDINGS);
+    if (answer.status !== 200) throw new Error(`the gateway answered HTTP ${answer.status}: ${await answer.text()}`);
+    answered += (await answer.text()).length;
+  };
+}
+
+/** The bare handler of fixtures/bare-http-fixture.ts on the same Request. */
+function bareHttpLoop(): () => Promise<void> {
+  return async () => {
+    const request = seedRequest();
+    const { meta, payload } = (await request.json()) as { meta: Record<string, unknown>; payload: { task_id?: string; expression: string } };
+    const answer = Response.json({
+      meta: { ...meta, msg_type: 2, sender_id: meta.receiver_id, receiver_id: meta.sender_id },
+      payload: { task_id: payload.task_id, result: evaluateExpression(payload.expression), expression: payload.expression },
+    });
+    answered += (await answer.text()).length;
+  };
+}
+
+/** Characters of HTTP answers read, so they are used. */
+let answered = 0;
 
 /** Bytes the raw echo saw, so its copies are used. */
 let echoed = 0;
@@ -150,21 +204,21 @@ async function measure(roundTrip: () => Promise<void>, n: number): Promise<{ us:
   return { us: (Bun.nanoseconds() - t0) / n / 1000, cpuUs: (cpu.user + cpu.system) / n };
 }
 
-if (mode !== "transport" && mode !== "actor") throw new Error(`unknown mode ${mode}: transport or actor`);
+if (mode !== "transport" && mode !== "actor" && mode !== "gateway") throw new Error(`unknown mode ${mode}: transport, actor or gateway`);
 const logDir = mkdtempSync(join(tmpdir(), "hermes-loopback-"));
 try {
-  const raw = rawLoop();
-  const hermes = mode === "actor" ? await actorLoop(logDir) : await transportLoop();
+  const raw = mode === "gateway" ? bareHttpLoop() : rawLoop();
+  const hermes = mode === "actor" ? await actorLoop(logDir) : mode === "gateway" ? await gatewayLoop(logDir) : await transportLoop();
   for (const roundTrip of [raw, hermes]) await measure(roundTrip, 20_000); // warm-up
   for (let round = 1; round <= rounds; round++) {
     const base = await measure(raw, perRound);
     const path = await measure(hermes, perRound);
     console.log(
       `round ${round}: hermes ${mode} (${codec}) ${path.us.toFixed(2)} us per round trip (CPU ${path.cpuUs.toFixed(2)} us), ` +
-        `raw hand-off ${base.us.toFixed(2)} us (CPU ${base.cpuUs.toFixed(2)} us): ${(path.us - base.us).toFixed(2)} us of hermes JavaScript, both ends`,
+        `${mode === "gateway" ? "bare handler" : "raw hand-off"} ${base.us.toFixed(2)} us (CPU ${base.cpuUs.toFixed(2)} us): ${(path.us - base.us).toFixed(2)} us of hermes JavaScript, both ends`,
     );
   }
-  if (echoed === 0) throw new Error("the raw hand-off echoed nothing");
+  if (mode !== "gateway" && echoed === 0) throw new Error("the raw hand-off echoed nothing");
 } finally {
   rmSync(logDir, { recursive: true, force: true });
 }

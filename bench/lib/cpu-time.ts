@@ -1,17 +1,30 @@
 /**
- * CPU time of processes, to the nanosecond: the first field of /proc/<pid>/schedstat is the
- * time the process has run on a CPU (all its threads, kernel time included). Used for the CPU
- * time per round trip at each end, the JavaScript cost a latency figure hides.
+ * CPU time of processes, to the nanosecond: the first field of /proc/<pid>/task/<tid>/schedstat
+ * is the time a thread has run on a CPU (kernel time included), summed over every thread of the
+ * process. Every thread counts: Bun's collector marks on helper threads, so the main thread
+ * alone (/proc/<pid>/schedstat) leaves out much of the cost of allocating. Threads that have
+ * exited drop out of the sum; Bun's helpers live as long as the process.
+ * Used for the CPU time per round trip at each end, the JavaScript cost a latency figure hides.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
-/** Nanoseconds process `pid` ("self" for this one) has spent on a CPU; 0 when it cannot be read (gone, or no /proc). */
+/** Nanoseconds process `pid` ("self" for this one) has spent on a CPU, all threads; 0 when it cannot be read (gone, or no /proc). */
 export function cpuNanoseconds(pid: number | "self"): number {
+  let total = 0;
+  let tasks: string[];
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ", 1)[0]);
+    tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
     return 0;
   }
+  for (const tid of tasks) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return total;
 }
 
 /** Total CPU nanoseconds of several processes. */
