@@ -41,6 +41,14 @@ export interface DedupeStore {
  * (default 100,000), each for up to `maxAgeMs` (default 10 minutes). A redelivered envelope
  * found here is acknowledged again and not handled twice; a request gets its stored answer.
  *
+ * Why typed arrays: a receiver remembers 100,000 ids, and kept as strings in a Map (with an
+ * object each) they were a live set the collector walked on every collection, which cost the
+ * actor path more than all its lookups (docs/benchmarks.md). A ULID is kept as its 130 bits in
+ * numbers instead, in a ring of slots in arrival order, found through an open-addressing index:
+ * nothing per id for the collector to walk. ULIDs compare without regard to case, as the ULID
+ * spec reads them. Ids that are not ULIDs (no envelope carries one; tests and other stores may)
+ * go through a Map to the same slots.
+ *
  * @example
  * const seen = new DedupeCache();
  * if (seen.lookup(env.message_id)) return reAck();
@@ -51,16 +59,18 @@ export class DedupeCache implements DedupeStore {
   readonly maxAgeMs: number;
   /** Bytes of answer bodies kept at most; past it the oldest bodies give way to summaries. */
   readonly answerBudgetBytes: number;
-  #entries = new Map<string, DedupeEntry>();
-  /**
-   * Ids in the order they were first seen, as a ring: eviction takes from its head. (Iterating
-   * the Map from its start instead cost 44% of a busy receiver's CPU: a Map keeps the slots of
-   * deleted entries until it rehashes, and every iteration from the start walks over them.)
-   */
-  #order = new SeenOrder();
-  /** Ids whose answer body is kept, oldest first, with its size. */
-  #answerBytes = new Map<string, number>();
+  #slots = new SeenSlots(INITIAL_SLOTS);
+  /** Slots of ids that are not ULIDs, and the other way round (to unindex an evicted one). */
+  #named = new Map<string, number>();
+  #nameOf = new Map<number, string>();
+  /** Answer bodies kept, by slot, oldest first; their sizes are in the slots. */
+  #answers = new Map<number, Envelope>();
+  #summaries = new Map<number, AnswerSummary>();
   #answerBytesTotal = 0;
+  /** The key of the id read last: a message is looked up, begun and completed by the same id. */
+  #key = new Int32Array(KEY_WORDS);
+  #keyOf: string | undefined;
+  #keyIsUlid = false;
 
   constructor(options: { capacity?: number; maxAgeMs?: number; answerBudgetBytes?: number } = {}) {
     this.capacity = options.capacity ?? 100_000;
@@ -69,7 +79,7 @@ export class DedupeCache implements DedupeStore {
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#slots.live;
   }
 
   /** Bytes of answer bodies kept now (about). */
@@ -78,152 +88,299 @@ export class DedupeCache implements DedupeStore {
   }
 
   lookup(id: string): DedupeEntry | undefined {
-    return this.#entries.get(id);
+    const slot = this.#find(id);
+    if (slot < 0) return undefined;
+    return {
+      state: this.#slots.state[slot] === HANDLING ? "handling" : "done",
+      at: this.#slots.at[slot]!,
+      answer: this.#answers.get(slot),
+      answerSummary: this.#summaries.get(slot),
+    };
   }
 
   /** Records that handling of `id` started. */
   begin(id: string, now = Date.now()): void {
-    const entry = newEntry("handling", now);
-    this.#entries.set(id, entry);
-    this.#order.push(id, entry);
+    const old = this.#find(id);
+    // Seen again after a forget (or twice): it counts from its new place.
+    if (old >= 0) this.#remove(old);
+    this.#add(id, HANDLING, now);
     this.#evict(now);
   }
 
   /** Records that `id` was handled, with the answer sent for it (requests). */
   complete(id: string, answer?: Envelope): void {
-    let entry = this.#entries.get(id);
-    if (entry) entry.state = "done";
-    else {
-      this.#entries.set(id, (entry = newEntry("done", Date.now())));
-      this.#order.push(id, entry);
-    }
-    if (answer) this.#keepAnswer(id, entry, answer);
+    let slot = this.#find(id);
+    if (slot >= 0) this.#slots.state[slot] = DONE;
+    else slot = this.#add(id, DONE, Date.now());
+    if (answer) this.#keepAnswer(slot, answer);
   }
 
   releaseAnswer(id: string): void {
-    const entry = this.#entries.get(id);
-    if (entry) this.#dropAnswer(id, entry);
+    // Answers are acknowledged by correlation_id, which need not be an id of ours at all.
+    if (this.#answers.size === 0) return;
+    const slot = this.#find(id);
+    if (slot >= 0) this.#dropAnswer(slot);
   }
 
   /** Forgets `id`: its handling was abandoned before it took effect (a redelivery must handle it). */
   forget(id: string): void {
-    const entry = this.#entries.get(id);
-    if (!entry) return;
-    this.#dropAnswer(id, entry);
-    this.#entries.delete(id);
+    const slot = this.#find(id);
+    if (slot >= 0) this.#remove(slot);
   }
 
-  #keepAnswer(id: string, entry: DedupeEntry, answer: Envelope): void {
-    this.#dropAnswer(id, entry);
+  /** True when `id` is a ULID, read into #key. */
+  #read(id: string): boolean {
+    if (id !== this.#keyOf) {
+      this.#keyIsUlid = readUlid(id, this.#key);
+      this.#keyOf = id;
+    }
+    return this.#keyIsUlid;
+  }
+
+  /** The slot remembering `id`, or -1. */
+  #find(id: string): number {
+    if (this.#read(id)) return this.#slots.find(this.#key);
+    return this.#named.get(id) ?? -1;
+  }
+
+  #add(id: string, state: number, at: number): number {
+    if (this.#slots.full) this.#reshape();
+    if (this.#read(id)) return this.#slots.add(this.#key, state, at, true);
+    const slot = this.#slots.add(this.#key, state, at, false);
+    this.#named.set(id, slot);
+    this.#nameOf.set(slot, id);
+    return slot;
+  }
+
+  #remove(slot: number): void {
+    this.#dropAnswer(slot);
+    this.#summaries.delete(slot);
+    const name = this.#nameOf.get(slot);
+    if (name !== undefined) {
+      this.#nameOf.delete(slot);
+      this.#named.delete(name);
+    }
+    this.#slots.remove(slot);
+  }
+
+  #evict(now: number): void {
+    const slots = this.#slots;
+    for (;;) {
+      const oldest = slots.oldest();
+      if (oldest < 0) return;
+      if (slots.state[oldest] !== EMPTY) {
+        if (slots.live <= this.capacity && now - slots.at[oldest]! <= this.maxAgeMs) return;
+        this.#remove(oldest);
+      }
+      slots.shift();
+    }
+  }
+
+  /** The ring is full: the same ids in a ring with room (compacted, or twice the size), slots renumbered. */
+  #reshape(): void {
+    const old = this.#slots;
+    const size = old.live * 2 < old.size ? old.size : old.size * 2;
+    const { slots, moved } = old.copyLive(size);
+    this.#slots = slots;
+    const renumber = <T>(map: Map<number, T>): Map<number, T> => {
+      const next = new Map<number, T>();
+      for (const [slot, value] of map) next.set(moved[slot]!, value);
+      return next;
+    };
+    this.#answers = renumber(this.#answers);
+    this.#summaries = renumber(this.#summaries);
+    this.#nameOf = renumber(this.#nameOf);
+    for (const [slot, name] of this.#nameOf) this.#named.set(name, slot);
+  }
+
+  #keepAnswer(slot: number, answer: Envelope): void {
+    this.#dropAnswer(slot);
     const bytes = approximateBytes(answer.payload) + 200;
     if (bytes > this.answerBudgetBytes) {
-      entry.answerSummary = summaryOf(answer, bytes);
+      this.#summaries.set(slot, summaryOf(answer, bytes));
       return;
     }
     // Make room by giving up the oldest bodies: a redelivery, if one comes, comes soon after a crash.
     // (Checked before iterating: starting an iteration of a Map with deletions behind it is not free.)
-    if (this.#answerBytesTotal + bytes > this.answerBudgetBytes) for (const [oldId] of this.#answerBytes) {
+    if (this.#answerBytesTotal + bytes > this.answerBudgetBytes) for (const [oldSlot, old] of this.#answers) {
       if (this.#answerBytesTotal + bytes <= this.answerBudgetBytes) break;
-      const old = this.#entries.get(oldId);
-      if (old?.answer) old.answerSummary = summaryOf(old.answer, this.#answerBytes.get(oldId)!);
-      if (old) this.#dropAnswer(oldId, old);
-      else this.#untrack(oldId);
+      this.#summaries.set(oldSlot, summaryOf(old, this.#slots.answerBytes[oldSlot]!));
+      this.#dropAnswer(oldSlot);
     }
-    entry.answer = answer;
-    entry.answerSummary = undefined;
-    this.#answerBytes.set(id, bytes);
+    this.#answers.set(slot, answer);
+    this.#slots.answerBytes[slot] = bytes;
+    this.#summaries.delete(slot);
     this.#answerBytesTotal += bytes;
   }
 
-  #dropAnswer(id: string, entry: DedupeEntry): void {
-    // Assigned, not deleted: `delete` turns the entry into a slow dictionary object.
-    if (entry.answer === undefined) return;
-    entry.answer = undefined;
-    this.#untrack(id);
-  }
-
-  #untrack(id: string): void {
-    const bytes = this.#answerBytes.get(id);
-    if (bytes === undefined) return;
-    this.#answerBytes.delete(id);
-    this.#answerBytesTotal -= bytes;
-  }
-
-  #evict(now: number): void {
-    // Forgotten ids leave stale slots behind: rebuilt from the Map (in insertion order) if they pile up.
-    if (this.#order.length > 2 * this.capacity + 1024) {
-      this.#order = new SeenOrder();
-      for (const [id, entry] of this.#entries) this.#order.push(id, entry);
-    }
-    for (;;) {
-      const oldest = this.#order.oldest();
-      if (oldest === undefined) return;
-      const [id, entry] = oldest;
-      // An id forgotten (or forgotten and seen again) since it was queued: its slot is stale.
-      if (this.#entries.get(id) !== entry) {
-        this.#order.shift();
-        continue;
-      }
-      if (this.#entries.size <= this.capacity && now - entry.at <= this.maxAgeMs) return;
-      this.#order.shift();
-      this.#dropAnswer(id, entry);
-      this.#entries.delete(id);
-    }
+  #dropAnswer(slot: number): void {
+    if (!this.#answers.delete(slot)) return;
+    this.#answerBytesTotal -= this.#slots.answerBytes[slot]!;
   }
 }
 
-/** A first-in first-out ring of (id, entry) pairs that grows by doubling; no per-item allocation. */
-class SeenOrder {
-  #ids: (string | undefined)[] = new Array(1024);
-  #entries: (DedupeEntry | undefined)[] = new Array(1024);
+const EMPTY = 0;
+const HANDLING = 1;
+const DONE = 2;
+const INITIAL_SLOTS = 1024;
+/** Numbers per key: a ULID's 26 characters, six to a number (30 bits), the last two in the fifth. */
+const KEY_WORDS = 5;
+/** Crockford base32 digit values by character code, either case; -1 for what a ULID cannot hold (I L O U). */
+const DIGIT = new Int8Array(128).fill(-1);
+for (const [i, c] of [..."0123456789ABCDEFGHJKMNPQRSTVWXYZ"].entries()) {
+  DIGIT[c.charCodeAt(0)] = i;
+  DIGIT[c.toLowerCase().charCodeAt(0)] = i;
+}
+
+/** Reads `id` into `key` when it is a ULID (26 Crockford base32 digits, as isValidEnvelope checks); false when not. */
+function readUlid(id: string, key: Int32Array): boolean {
+  if (id.length !== 26) return false;
+  let word = 0;
+  for (let i = 0; i < 26; i++) {
+    const code = id.charCodeAt(i);
+    const digit = code < 128 ? DIGIT[code]! : -1;
+    if (digit < 0) return false;
+    word = (word << 5) | digit;
+    if (i % 6 === 5) {
+      key[(i - 5) / 6] = word;
+      word = 0;
+    }
+  }
+  key[4] = word;
+  return true;
+}
+
+/**
+ * What a DedupeCache remembers, in typed arrays: a ring of slots in arrival order (the key, its
+ * state, when it was seen, the size of its kept answer) and an open-addressing index of the
+ * ULID keys (linear probing, deletion by backward shift, so no tombstones pile up). A slot whose
+ * id was forgotten stays in the ring, EMPTY, until it reaches the head.
+ */
+class SeenSlots {
+  readonly size: number;
+  readonly keys: Int32Array;
+  readonly hash: Int32Array;
+  readonly state: Uint8Array;
+  readonly at: Float64Array;
+  readonly answerBytes: Float64Array;
+  /** Slot + 1 of each indexed key, 0 where free; twice the ring's size, so at most half full. */
+  readonly #index: Int32Array;
+  readonly #mask: number;
   #head = 0;
   #length = 0;
-  /** Reused for `oldest()`'s answer: read it before the next call. */
-  #pair: [string, DedupeEntry] = ["", undefined as unknown as DedupeEntry];
+  live = 0;
 
-  get length(): number {
-    return this.#length;
+  constructor(size: number) {
+    this.size = size;
+    this.keys = new Int32Array(size * KEY_WORDS);
+    this.hash = new Int32Array(size);
+    this.state = new Uint8Array(size);
+    this.at = new Float64Array(size);
+    this.answerBytes = new Float64Array(size);
+    this.#index = new Int32Array(size * 2);
+    this.#mask = size * 2 - 1;
   }
 
-  push(id: string, entry: DedupeEntry): void {
-    if (this.#length === this.#ids.length) this.#grow();
-    const at = (this.#head + this.#length) % this.#ids.length;
-    this.#ids[at] = id;
-    this.#entries[at] = entry;
+  get full(): boolean {
+    return this.#length === this.size;
+  }
+
+  /** The slot of `key` among the indexed ones, or -1. */
+  find(key: Int32Array): number {
+    const keys = this.keys;
+    for (let i = hashOf(key) & this.#mask; ; i = (i + 1) & this.#mask) {
+      const entry = this.#index[i]!;
+      if (entry === 0) return -1;
+      const at = (entry - 1) * KEY_WORDS;
+      if (keys[at] === key[0] && keys[at + 1] === key[1] && keys[at + 2] === key[2] && keys[at + 3] === key[3] && keys[at + 4] === key[4]) return entry - 1;
+    }
+  }
+
+  /** Takes the next slot of the ring (there must be room); `indexed` for a ULID key, found through the index. */
+  add(key: Int32Array, state: number, at: number, indexed: boolean): number {
+    const slot = (this.#head + this.#length) & (this.size - 1);
     this.#length++;
+    this.live++;
+    this.state[slot] = state;
+    this.at[slot] = at;
+    this.answerBytes[slot] = 0;
+    if (indexed) {
+      this.keys.set(key, slot * KEY_WORDS);
+      this.#insert(slot, hashOf(key));
+    } else this.hash[slot] = -1;
+    return slot;
   }
 
-  oldest(): [string, DedupeEntry] | undefined {
-    if (this.#length === 0) return undefined;
-    this.#pair[0] = this.#ids[this.#head]!;
-    this.#pair[1] = this.#entries[this.#head]!;
-    return this.#pair;
+  /** Empties `slot` (it stays in the ring until it is the oldest). */
+  remove(slot: number): void {
+    this.state[slot] = EMPTY;
+    this.live--;
+    if (this.hash[slot] !== -1) this.#unindex(slot);
   }
 
+  /** The oldest slot of the ring, empty or not; -1 when the ring is empty. */
+  oldest(): number {
+    return this.#length === 0 ? -1 : this.#head;
+  }
+
+  /** Drops the oldest slot from the ring (remove() it first unless it is empty). */
   shift(): void {
-    this.#ids[this.#head] = undefined;
-    this.#entries[this.#head] = undefined;
-    this.#head = (this.#head + 1) % this.#ids.length;
+    this.#head = (this.#head + 1) & (this.size - 1);
     this.#length--;
   }
 
-  #grow(): void {
-    const size = this.#ids.length;
-    const ids = new Array<string | undefined>(size * 2);
-    const entries = new Array<DedupeEntry | undefined>(size * 2);
-    for (let i = 0; i < this.#length; i++) {
-      ids[i] = this.#ids[(this.#head + i) % size];
-      entries[i] = this.#entries[(this.#head + i) % size];
+  /** A ring of `size` slots with the live slots of this one, in order; `moved[old slot]` is the new one. */
+  copyLive(size: number): { slots: SeenSlots; moved: Int32Array } {
+    const next = new SeenSlots(size);
+    const moved = new Int32Array(this.size).fill(-1);
+    for (let n = 0; n < this.#length; n++) {
+      const slot = (this.#head + n) & (this.size - 1);
+      if (this.state[slot] === EMPTY) continue;
+      const to = next.#length++;
+      next.live++;
+      next.state[to] = this.state[slot]!;
+      next.at[to] = this.at[slot]!;
+      next.answerBytes[to] = this.answerBytes[slot]!;
+      next.keys.set(this.keys.subarray(slot * KEY_WORDS, (slot + 1) * KEY_WORDS), to * KEY_WORDS);
+      if (this.hash[slot] === -1) next.hash[to] = -1;
+      else next.#insert(to, this.hash[slot]!);
+      moved[slot] = to;
     }
-    this.#ids = ids;
-    this.#entries = entries;
-    this.#head = 0;
+    return { slots: next, moved };
+  }
+
+  #insert(slot: number, hash: number): void {
+    this.hash[slot] = hash;
+    let i = hash & this.#mask;
+    while (this.#index[i] !== 0) i = (i + 1) & this.#mask;
+    this.#index[i] = slot + 1;
+  }
+
+  #unindex(slot: number): void {
+    const index = this.#index;
+    const mask = this.#mask;
+    let hole = this.hash[slot]! & mask;
+    while (index[hole] !== slot + 1) hole = (hole + 1) & mask;
+    // Backward shift: each later entry of the run that may sit in the hole moves into it.
+    for (let i = (hole + 1) & mask; index[i] !== 0; i = (i + 1) & mask) {
+      const home = this.hash[index[i]! - 1]! & mask;
+      // `home` lies cyclically in (hole, i]: the entry must stay where it is.
+      const stays = hole <= i ? hole < home && home <= i : hole < home || home <= i;
+      if (stays) continue;
+      index[hole] = index[i]!;
+      hole = i;
+    }
+    index[hole] = 0;
   }
 }
 
-/** Every entry with the same fields from the start, so they all share one hidden class. */
-function newEntry(state: DedupeEntry["state"], at: number): DedupeEntry {
-  return { state, at, answer: undefined, answerSummary: undefined };
+/** A 31-bit hash of a key (never -1, which marks an unindexed slot), mixed from the random part of the ULID. */
+function hashOf(key: Int32Array): number {
+  let h = Math.imul(key[3]! ^ (key[4]! << 20) ^ Math.imul(key[2]!, 0x27d4eb2d), 0x9e3779b1);
+  h ^= h >>> 15;
+  h = Math.imul(h ^ key[1]!, 0x85ebca77);
+  h ^= h >>> 13;
+  return h & 0x7fffffff;
 }
 
 function summaryOf(answer: Envelope, bytes: number): AnswerSummary {

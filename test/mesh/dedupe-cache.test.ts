@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { newMessageId } from "../../mesh/ids.ts";
 
 describe("DedupeCache eviction", () => {
   test("keeps the last `capacity` ids, evicting the oldest first", () => {
@@ -53,5 +55,102 @@ describe("DedupeCache eviction", () => {
     expect(cache.size).toBe(100_000);
     expect(cache.lookup("899999")).toBeUndefined();
     expect(cache.lookup("900000")?.state).toBe("done");
+  });
+});
+
+describe("DedupeCache keeps ULIDs as numbers", () => {
+  /** A deterministic xorshift generator, so a failure can be replayed. */
+  function random(seed: number): () => number {
+    let x = seed;
+    return () => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) / 2 ** 32;
+    };
+  }
+
+  test("a ULID is found in either case, and ids that are not ULIDs are kept apart from them", () => {
+    const cache = new DedupeCache();
+    const id = newMessageId();
+    cache.begin(id);
+    expect(cache.lookup(id.toLowerCase())?.state).toBe("handling");
+    expect(cache.lookup(`${id.slice(0, 25)}${id[25] === "0" ? "1" : "0"}`)).toBeUndefined(); // another ULID
+    cache.begin(`${id}-copy`);
+    cache.begin(id.slice(0, 25)); // 25 characters: a name, not a ULID
+    cache.forget(id);
+    expect(cache.lookup(id)).toBeUndefined();
+    expect(cache.lookup(`${id}-copy`)?.state).toBe("handling");
+    expect(cache.lookup(id.slice(0, 25))?.state).toBe("handling");
+    expect(cache.size).toBe(2);
+  });
+
+  test("ids that differ in one digit anywhere are different ids", () => {
+    const cache = new DedupeCache();
+    const id = newMessageId();
+    cache.begin(id);
+    for (let i = 0; i < 26; i++) {
+      const other = id.slice(0, i) + (id[i] === "1" ? "2" : "1") + id.slice(i + 1);
+      expect(cache.lookup(other)).toBeUndefined();
+    }
+  });
+
+  test("random begins, completes, releases and forgets agree with a plain Map, through growth and compaction", () => {
+    const next = random(0x2545f491);
+    const capacity = 700;
+    const maxAgeMs = 5_000;
+    const cache = new DedupeCache({ capacity, maxAgeMs });
+    // The model: a Map in insertion order, evicting from its start.
+    const model = new Map<string, { state: "handling" | "done"; at: number; answer: boolean }>();
+    // Ids from a pool, so ids come back after a forget or an eviction; some are not ULIDs.
+    const pool = Array.from({ length: 2_000 }, (_, i) => (i % 10 === 9 ? `name-${i}` : newMessageId()));
+    let now = Date.now();
+    const answer = (id: string): Envelope => ({
+      message_id: newMessageId(), message_type: "response", trace_id: "t", source_agent: "a", target_agent: "b",
+      correlation_id: id, timestamp: 1, ttl: 1, payload: { n: 1 },
+    });
+    for (let op = 0; op < 60_000; op++) {
+      const id = pool[Math.floor(next() * pool.length)]!;
+      const roll = next();
+      if (roll < 0.5) {
+        now += next() < 0.01 ? 2_000 : 1;
+        cache.begin(id, now);
+        model.delete(id);
+        model.set(id, { state: "handling", at: now, answer: false });
+        for (const [oldId, entry] of model) {
+          if (model.size <= capacity && now - entry.at <= maxAgeMs) break;
+          model.delete(oldId);
+        }
+      } else if (roll < 0.75) {
+        const entry = model.get(id);
+        if (!entry) continue; // completes of unseen ids use the clock; covered above
+        const withAnswer = next() < 0.5;
+        cache.complete(id, withAnswer ? answer(id) : undefined);
+        entry.state = "done";
+        if (withAnswer) entry.answer = true;
+      } else if (roll < 0.9) {
+        cache.releaseAnswer(id);
+        const entry = model.get(id);
+        if (entry) entry.answer = false;
+      } else {
+        cache.forget(id);
+        model.delete(id);
+      }
+      if (op % 97 === 0) {
+        expect(cache.size).toBe(model.size);
+        for (let k = 0; k < 20; k++) {
+          const probe = pool[Math.floor(next() * pool.length)]!;
+          const expected = model.get(probe);
+          const found = cache.lookup(probe);
+          expect(found === undefined ? undefined : { state: found.state, at: found.at, answer: found.answer !== undefined }).toEqual(expected);
+        }
+      }
+    }
+    for (const id of pool) expect(cache.lookup(id)?.state).toBe(model.get(id)?.state);
+    // Every kept answer has the same payload: the bytes kept are that many times one answer's.
+    const kept = [...model.values()].filter((e) => e.answer).length;
+    const one = new DedupeCache();
+    one.complete(newMessageId(), answer("x"));
+    expect(cache.answerBytes).toBe(kept * one.answerBytes);
   });
 });
