@@ -143,13 +143,19 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     return next();
   });
 
+  const tooLarge = (c: Context) =>
+    c.json(new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `request body over ${limit} bytes`, { resource: "body_bytes", limit }).toPayload(), 413);
+  const limitStream = bodyLimit({ maxSize: limit, onError: tooLarge });
   app.post(
     "/hermes/v1/invoke",
-    bodyLimit({
-      maxSize: limit,
-      onError: (c) =>
-        c.json(new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `request body over ${limit} bytes`, { resource: "body_bytes", limit }).toPayload(), 413),
-    }),
+    // A body with a Content-Length is judged by it, as hono's bodyLimit does, but without touching
+    // the request's body stream first (Bun builds one per request for that); a chunked body is counted as it streams.
+    (c, next) => {
+      const headers = c.req.raw.headers;
+      const length = headers.get("content-length");
+      if (length !== null && !headers.has("transfer-encoding")) return parseInt(length, 10) > limit ? Promise.resolve(tooLarge(c)) : next();
+      return limitStream(c, next);
+    },
     async (c) => {
       const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
       if (!ACCEPTED_TYPES.includes(type)) {

@@ -30,8 +30,37 @@ export function isMetaForm(body: unknown): body is { meta: unknown; payload: unk
   return typeof body === "object" && body !== null && !Array.isArray(body) && "meta" in body;
 }
 
+/**
+ * The hot-path check of a meta/payload body: the rules of {@link MetaFormSchema} written out,
+ * because zod's parse cost the gateway about 5 us of every invoke. The schema stays the source
+ * of truth: a test runs both over valid and broken bodies and requires them to agree, and only
+ * when this says no does zod run, to name the bad field.
+ */
+export function isValidMetaForm(body: unknown): body is { meta: Meta; payload: Payload } {
+  if (!isMap(body)) return false;
+  const { meta, payload } = body as { meta: unknown; payload: unknown };
+  if (!isMap(meta) || !isMap(payload)) return false;
+  const m = meta as Record<string, unknown>;
+  if (m.version !== META_VERSION || (m.msg_type !== HttpMsgType.TASK_REQUEST && m.msg_type !== HttpMsgType.EVENT)) return false;
+  if (!nonEmpty(m.sender_id) || !nonEmpty(m.receiver_id) || !nonEmpty(m.trace_id)) return false;
+  const ttl = m.ttl;
+  return typeof ttl === "number" && Number.isFinite(ttl) && ttl > 0 && ttl <= MAX_TTL_SECONDS;
+}
+
+/** A plain object, as JSON.parse makes them (no array, date or byte array). */
+function isMap(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function nonEmpty(value: unknown): boolean {
+  return typeof value === "string" && value.length > 0;
+}
+
 /** Checks a meta/payload body; throws HermesError code 2 naming the first bad field. */
 export function parseMetaForm(body: unknown): { meta: Meta; payload: Payload } {
+  if (isValidMetaForm(body)) return body;
   const result = MetaFormSchema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

@@ -1,5 +1,7 @@
 /** The gateway over real HTTP, a real Unix socket and a real WebSocket, in front of a real mesh. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { readTrace } from "../../src/observability/trace-tree.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
@@ -93,6 +95,22 @@ describe("gateway", () => {
     const big = await invoke(JSON.stringify({ ...SEED, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
     expect(big.status).toBe(413);
     expect((await body(big)).error_code).toBe(6);
+    // Without a Content-Length (a chunked body), the bytes are counted as they come.
+    const chunked = (text: string) => {
+      const bytes = new TextEncoder().encode(text);
+      const stream = new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      });
+      return fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
+    };
+    const bigChunked = await chunked(JSON.stringify({ ...SEED, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
+    expect(bigChunked.status).toBe(413);
+    expect((await body(bigChunked)).error_code).toBe(6);
+    const smallChunked = await chunked(JSON.stringify(SEED));
+    expect((await body(smallChunked)).payload.result).toBe(4);
     const nobody = await invoke({ ...SEED, meta: { ...SEED.meta, receiver_id: "nobody" }, payload: { x: 1 } });
     expect(nobody.status).toBe(200);
     expect((await body(nobody)).payload.error_code).toBe(8);
@@ -165,6 +183,20 @@ describe("gateway", () => {
     }
   });
 
+  test("a request that fails is logged by the gateway with status error and its code", async () => {
+    const answer = await body(await invoke({ ...SEED, meta: { ...SEED.meta, trace_id: "trace-nope" }, payload: { tool: "nope" } }));
+    expect(answer.payload).toMatchObject({ error_code: 8 });
+    let line: string | undefined;
+    await waitFor(() => {
+      line = readFileSync(join(t.dir, "logs", "gateway.jsonl"), "utf8").split("\n").find((l) => l.includes('"trace-nope"'));
+      return line !== undefined;
+    }, "the gateway's line", 5000);
+    const fields = JSON.parse(line!);
+    expect(fields).toMatchObject({ event: "handled", type: "request", label: "request → capability:nope", status: "error", error_code: 8 });
+    expect(Object.keys(fields).at(-1)).toBe("error_code");
+    expect(fields.parent_span_id).toBeUndefined();
+  });
+
   test("a W3C traceparent from HTTP becomes the parent of the trace, which `trace` rebuilds across actors", async () => {
     const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     await invoke({ ...SEED, meta: { ...SEED.meta, trace_id: "trace-w3c" } }, { traceparent: parent });
@@ -174,6 +206,14 @@ describe("gateway", () => {
       return roots.length === 1 && roots[0]!.children.length === 1;
     }, "both spans in the event logs", 5000);
     expect(roots[0]).toMatchObject({ actor: "gateway", parent_span_id: "00f067aa0ba902b7", status: "ok" });
+    // The gateway's own line, field by field and in order (it is serialised by hand).
+    const line = readFileSync(join(t.dir, "logs", "gateway.jsonl"), "utf8").split("\n").find((l) => l.includes('"trace-w3c"'))!;
+    const fields = JSON.parse(line);
+    expect(Object.keys(fields)).toEqual(["ts", "actor", "event", "type", "label", "trace_id", "span_id", "parent_span_id", "started_at", "duration_ms", "status"]);
+    expect(fields).toMatchObject({ actor: "gateway", event: "handled", type: "request", label: "request → capability:calculator", trace_id: "trace-w3c", parent_span_id: "00f067aa0ba902b7", status: "ok" });
+    expect(fields.span_id).toMatch(/^[0-9a-f]{16}$/);
+    expect(fields.duration_ms).toBeGreaterThan(0);
+    expect(Math.abs(fields.started_at - Date.now())).toBeLessThan(60_000);
     expect(roots[0]!.children[0]).toMatchObject({ actor: "calculator", type: "request", status: "ok" });
     // The dashboard's trace view serves the same tree over HTTP.
     const view = await body(await fetch(`${url}/api/trace/trace-w3c`));

@@ -9,6 +9,7 @@ import { EnvelopeSchema, loadZod, PayloadSchema } from "../../mesh/envelope.ts";
 import { ControlFrameSchema, HelloSchema, isValidHello } from "../../mesh/handshake.ts";
 import { parseRegistryUpdate, RegistryUpdateSchema, type RegistryEntry } from "../../mesh/registry.ts";
 import { HermesError } from "../../mesh/errors.ts";
+import { isValidMetaForm, MetaFormSchema } from "../../src/gateway/invoke-forms.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 import { BUN } from "../helpers.ts";
 
@@ -31,8 +32,8 @@ const UPDATES: unknown[] = [
 
 /** Values that sit on either side of some rule: types, bounds, integers, strings, holes. */
 const ODD_VALUES: unknown[] = [
-  undefined, null, true, 0, -0, 1, -1, 1.5, 256, 257, 1_000_000, 1_000_001, 2 ** 53, -(2 ** 53), NaN, Infinity, -Infinity,
-  "", "x", "msgpack", "healthy", "sleepy", "client", "a".repeat(256), "a".repeat(257),
+  undefined, null, true, 0, -0, 1, -1, 1.5, 5, 256, 257, 3600, 3600.5, 1_000_000, 1_000_001, 2 ** 53, -(2 ** 53), NaN, Infinity, -Infinity,
+  "", "x", "1.2", "msgpack", "healthy", "sleepy", "client", "a".repeat(256), "a".repeat(257),
   [], ["msgpack"], ["x"], [1], ["msgpack", 2], Array(33).fill("msgpack"), Array(32).fill("msgpack"), [, "msgpack"],
   {}, { a: "b" }, new Date(0), new Uint8Array(2),
 ];
@@ -54,9 +55,27 @@ function mutate(value: unknown, random: SeededRandom): unknown {
     const roll = random.int(10);
     if (roll < 6 && keys.length > 0) target[random.pick(keys)] = random.pick(ODD_VALUES);
     else if (roll < 8 && keys.length > 0) delete target[random.pick(keys)];
-    else target[random.pick(["x_extra", "address", "kind", "pid", "token", "max_frame_bytes", "type"])] = random.pick(ODD_VALUES);
+    else target[random.pick(["x_extra", "address", "kind", "pid", "token", "max_frame_bytes", "type", "meta", "payload", "ttl"])] = random.pick(ODD_VALUES);
   }
   return random.int(20) === 0 ? random.pick(ODD_VALUES) : copy;
+}
+
+/**
+ * A hand-written check and the schema it stands in for give the same verdict on 5,000 random
+ * mutations of `seeds`, enough of them valid and invalid for the agreement to mean something.
+ */
+function expectAgreement(check: (value: unknown) => boolean, schema: { safeParse(value: unknown): { success: boolean } }, seeds: unknown[], seed: number): void {
+  const random = seededRandom(seed);
+  const verdicts = { valid: 0, invalid: 0 };
+  for (let i = 0; i < 5000; i++) {
+    const value = mutate(random.pick(seeds), random);
+    const fast = check(value);
+    const zod = schema.safeParse(value).success;
+    if (fast !== zod) throw new Error(`mutation ${i}: the check says ${fast}, the schema says ${zod}: ${Bun.inspect(value)}`);
+    verdicts[fast ? "valid" : "invalid"]++;
+  }
+  expect(verdicts.valid).toBeGreaterThan(300);
+  expect(verdicts.invalid).toBeGreaterThan(1000);
 }
 
 describe("isValidHello agrees with HelloSchema", () => {
@@ -68,17 +87,7 @@ describe("isValidHello agrees with HelloSchema", () => {
   });
 
   test("on 5,000 randomly broken hellos", () => {
-    const random = seededRandom(0x4e110);
-    const verdicts = { valid: 0, invalid: 0 };
-    for (let i = 0; i < 5000; i++) {
-      const hello = mutate(HELLO, random);
-      const fast = isValidHello(hello);
-      const zod = HelloSchema.safeParse(hello).success;
-      if (fast !== zod) throw new Error(`mutation ${i}: isValidHello says ${fast}, HelloSchema says ${zod}: ${Bun.inspect(hello)}`);
-      verdicts[fast ? "valid" : "invalid"]++;
-    }
-    expect(verdicts.valid).toBeGreaterThan(300);
-    expect(verdicts.invalid).toBeGreaterThan(1000);
+    expectAgreement(isValidHello, HelloSchema, [HELLO], 0x4e110);
   });
 });
 
@@ -125,6 +134,25 @@ describe("parseRegistryUpdate agrees with RegistryUpdateSchema", () => {
     }
     expect(verdicts.valid).toBeGreaterThan(300);
     expect(verdicts.invalid).toBeGreaterThan(1000);
+  });
+});
+
+describe("isValidMetaForm agrees with MetaFormSchema", () => {
+  const SEED = {
+    meta: { version: "1.2", msg_type: 1, sender_id: "a1b2c3", receiver_id: "d4e5f6", ttl: 300, trace_id: "t7u8v9" },
+    payload: { task_id: "x1y2z3", tool: "calculator", expression: "2+2" },
+  };
+  const EVENT = { meta: { ...SEED.meta, msg_type: 5, ttl: 0.5, x_future: [1] }, payload: {}, extra: true };
+
+  test("on the protocol's seed request and an event with fields of its own", () => {
+    for (const body of [SEED, EVENT]) {
+      expect(isValidMetaForm(body)).toBe(true);
+      expect(MetaFormSchema.safeParse(body).success).toBe(true);
+    }
+  });
+
+  test("on 5,000 randomly broken bodies", () => {
+    expectAgreement(isValidMetaForm, MetaFormSchema, [SEED, EVENT], 0x3e7a);
   });
 });
 
