@@ -17,8 +17,9 @@
  *   fixtures/bare-http-fixture.ts on the same Request, so HTTP parsing (native in Bun.serve)
  *   is in neither: the difference is the gateway's JavaScript and the mesh path behind it.
  *
- * Run: `bun bench/loopback.ts [transport|actor|gateway] [round trips per round] [rounds] [codec]`
- * (codec: msgpackr-records, the default, or msgpack).
+ * Run: `bun bench/loopback.ts [transport|actor|gateway] [round trips per round] [rounds] [codec] [in flight]`
+ * (codec: msgpackr-records, the default, or msgpack; in flight: more than 1 also measures that
+ * many round trips pipelined, from as many loops at once, after the sequential ones).
  * Profile: `bun --cpu-prof-md --cpu-prof-dir=/tmp/lp bench/loopback.ts actor 300000 1`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -41,9 +42,10 @@ import { EventLog } from "../src/observability/event-log.ts";
 import { SEED_REQUEST } from "./lib/invoke-seed.ts";
 import { PAYLOAD_128, RAW_128 } from "./lib/payload.ts";
 
-const [mode = "transport", perRoundText = "100000", roundsText = "3", codec = "msgpackr-records"] = process.argv.slice(2);
+const [mode = "transport", perRoundText = "100000", roundsText = "3", codec = "msgpackr-records", lanesText = "1"] = process.argv.slice(2);
 const perRound = Number(perRoundText);
 const rounds = Number(roundsText);
+const lanes = Number(lanesText);
 
 /** A byte stream whose writes reach `peer()` on the next macrotask, copied (the writer reuses its buffer). */
 function handOffTo(peer: () => Connection): ByteStream {
@@ -196,10 +198,18 @@ function rawLoop(): () => Promise<void> {
   };
 }
 
-async function measure(roundTrip: () => Promise<void>, n: number): Promise<{ us: number; cpuUs: number }> {
+/** `n` round trips, one after the other, or from `inFlight` loops at once (pipelined). */
+async function measure(roundTrip: () => Promise<void>, n: number, inFlight = 1): Promise<{ us: number; cpuUs: number }> {
   const t0 = Bun.nanoseconds();
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) await roundTrip();
+  let started = 0;
+  const lane = async () => {
+    while (started < n) {
+      started++;
+      await roundTrip();
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
   const cpu = process.cpuUsage(cpu0);
   return { us: (Bun.nanoseconds() - t0) / n / 1000, cpuUs: (cpu.user + cpu.system) / n };
 }
@@ -213,6 +223,10 @@ try {
   for (let round = 1; round <= rounds; round++) {
     const base = await measure(raw, perRound);
     const path = await measure(hermes, perRound);
+    if (lanes > 1) {
+      const pipelined = await measure(hermes, perRound, lanes);
+      console.log(`round ${round}: hermes ${mode} with ${lanes} in flight ${pipelined.us.toFixed(2)} us per round trip (CPU ${pipelined.cpuUs.toFixed(2)} us)`);
+    }
     console.log(
       `round ${round}: hermes ${mode} (${codec}) ${path.us.toFixed(2)} us per round trip (CPU ${path.cpuUs.toFixed(2)} us), ` +
         `${mode === "gateway" ? "bare handler" : "raw hand-off"} ${base.us.toFixed(2)} us (CPU ${base.cpuUs.toFixed(2)} us): ${(path.us - base.us).toFixed(2)} us of hermes JavaScript, both ends`,

@@ -82,7 +82,7 @@ async function timedRoundTrips(run: Run, ms: number, record: boolean): Promise<v
 
 export async function runPingpong(options: ScenarioOptions): Promise<ScenarioResult> {
   const { placements, note } = availablePlacements();
-  const { peers, skipped } = usable(PEERS, "pingpong");
+  const { peers, skipped } = usable(PEERS, "pingpong", BASELINE);
   const notes = note ? [`pingpong: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];

@@ -73,7 +73,7 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
   const available = availablePlacements();
   const { note } = available;
   const placements = taskset() && availableParallelism() > 1 ? [...available.placements, BOTH_CORES] : available.placements;
-  const { peers, skipped } = usable(PEERS, "stream");
+  const { peers, skipped } = usable(PEERS, "stream", BASELINE);
   const notes = note ? [`stream: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];

@@ -52,8 +52,14 @@ export interface WritableSocket {
 }
 
 const INITIAL_BYTES = 64 * 1024;
-/** Past this many queued bytes a flush happens at once instead of at the end of the tick. */
-const HIGH_WATER_BYTES = 256 * 1024;
+/**
+ * Past this many queued bytes a flush happens at once instead of at the end of the tick. Small
+ * enough that a receiver answering a big batch of pipelined requests sends the first answers
+ * while it handles the rest, so both ends work at once: 256 KiB kept the requester idle until
+ * the whole batch was answered (1,000 pipelined requests across cores: 30 to 32 k/s at 256 KiB,
+ * 47 to 57 k/s at 32 KiB; one-way streams did not move).
+ */
+const HIGH_WATER_BYTES = 32 * 1024;
 
 /**
  * Microtask turns a due flush waits while frames keep coming: a producer awaiting each send

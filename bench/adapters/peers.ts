@@ -24,10 +24,14 @@ export const STREAM_PEERS: readonly StreamPeer[] = [bunIpcStream(1), bunIpcStrea
  * const { peers, skipped } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
  * // skipped: ["pingpong: peer NATS request skipped: nats-server not found on PATH (Debian/Ubuntu: apt-get install nats-server; ...)"]
  */
-export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string): { peers: P[]; skipped: string[] } {
+export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string, baseline?: P): { peers: P[]; skipped: string[] } {
   const skipped: string[] = [];
+  // BENCH_PEERS (a regular expression on peer names) runs only those contenders and the baseline:
+  // every session stays open for the whole run, so fewer of them leave the machine quieter.
+  const only = process.env.BENCH_PEERS ? new RegExp(process.env.BENCH_PEERS, "i") : undefined;
   const kept = peers.filter((peer) => {
-    const reason = peer.unavailable?.();
+    const asked = !only || peer === baseline || only.test(peer.name);
+    const reason = asked ? peer.unavailable?.() : `not in BENCH_PEERS=${process.env.BENCH_PEERS}`;
     if (reason) skipped.push(`${scenario}: peer ${peer.name} skipped: ${reason}`);
     return !reason;
   });

@@ -1,0 +1,117 @@
+/**
+ * The actor path in its steady state, one mesh alone on the machine: a connectMesh client in
+ * this process and one actor process, warmed up long enough for the JIT to finish (the quick
+ * scenarios measure a few thousand messages and count the compiler's work in), then measured
+ * over many messages. Reported per message: wall time, and the CPU time of every thread of
+ * both processes by thread name (`bun`: the JavaScript thread; `HeapHelper`, `JSCWarmUp`: the
+ * collector's helpers; `JITWorker`: the compiler; `mi-scavenger`: the allocator), which is
+ * what a message costs once the program runs.
+ *
+ * - `request`: sequential `client.request("echo", 128 B)`, the echo actor (actors/echo.ts).
+ * - `events`: `await client.send("sink", 128 B)` in a loop, every event handled and
+ *   acknowledged, the sink (bench/actors/sink.ts) asked for its count at the end.
+ * - `pipelined`: 1,000 requests in flight at all times to the sink.
+ *
+ * Run: `bun bench/steady.ts [request|events|pipelined] [messages] [same|cross]` (default
+ * request, 40,000 after a warm-up of 60,000, same core: both processes on cpu 0; cross puts the
+ * actor on cpu 1). With `events: true` in the mesh file (trace lines on) set STEADY_EVENTS=1.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import type { MeshClient } from "../src/actor/connect-mesh.ts";
+import { startBenchMesh } from "./lib/mesh.ts";
+import { PAYLOAD_128 } from "./lib/payload.ts";
+import { pinSelf } from "./lib/placement.ts";
+
+const [mode = "request", countText = "40000", placement = "same"] = process.argv.slice(2);
+const count = Number(countText);
+const WARMUP = 60_000;
+const IN_FLIGHT = 1000;
+
+/** Microseconds each thread of `pid` has run, summed by thread name. */
+function cpuByThread(pid: number | "self"): Record<string, number> {
+  const byName: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      byName[name] = (byName[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]) / 1000;
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
+}
+
+/** "bun 7.4, JITWorker 0.3, ...: 8.1 us" per message, threads under 0.1 us left out. */
+function perMessage(before: Record<string, number>, after: Record<string, number>, n: number): string {
+  let total = 0;
+  const parts: string[] = [];
+  for (const [name, us] of Object.entries(after)) {
+    const each = (us - (before[name] ?? 0)) / n;
+    total += each;
+    if (each >= 0.1) parts.push(`${name} ${each.toFixed(2)}`);
+  }
+  return `${total.toFixed(2)} us (${parts.join(", ")})`;
+}
+
+const drivers: Record<string, { actor: string; module: string; run(client: MeshClient, n: number): Promise<void> }> = {
+  request: {
+    actor: "echo",
+    module: "{ACTORS}/echo.ts",
+    async run(client, n) {
+      for (let i = 0; i < n; i++) await client.request("echo", PAYLOAD_128, { timeoutMs: 10_000 });
+    },
+  },
+  events: {
+    actor: "sink",
+    module: "{BENCH_ACTORS}/sink.ts",
+    async run(client, n) {
+      const counted = async () => (await client.request("sink", { op: "count" }, { timeoutMs: 60_000 })).payload.count as number;
+      const before = await counted();
+      for (let i = 0; i < n; i++) await client.send("sink", PAYLOAD_128);
+      const seen = (await counted()) - before;
+      if (seen !== n) throw new Error(`the sink counted ${seen} events of ${n}`);
+    },
+  },
+  pipelined: {
+    actor: "sink",
+    module: "{BENCH_ACTORS}/sink.ts",
+    async run(client, n) {
+      let started = 0;
+      const lane = async () => {
+        while (started < n) {
+          started++;
+          await client.request("sink", PAYLOAD_128, { timeoutMs: 60_000 });
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, n) }, lane));
+    },
+  },
+};
+
+const driver = drivers[mode];
+if (!driver) throw new Error(`unknown mode ${mode}: ${Object.keys(drivers).join(", ")}`);
+if (placement !== "same" && placement !== "cross") throw new Error(`unknown placement ${placement}: same or cross`);
+const restore = pinSelf(0);
+try {
+  await using mesh = await startBenchMesh(`mesh: { name: steady-${Math.random().toString(36).slice(2, 6)}, events: ${process.env.STEADY_EVENTS === "1"} }
+supervisor:
+  children:
+    - { actor: ${driver.actor}, module: "${driver.module}" }
+`);
+  const actor = mesh.pid(driver.actor);
+  if (placement === "cross") Bun.spawnSync(["taskset", "-pc", "1", String(actor)], { stdout: "ignore" });
+  const client = await mesh.client();
+  await driver.run(client, WARMUP);
+  const actor0 = cpuByThread(actor);
+  const here0 = cpuByThread("self");
+  const t0 = Bun.nanoseconds();
+  await driver.run(client, count);
+  const wallUs = (Bun.nanoseconds() - t0) / 1000 / count;
+  const actor1 = cpuByThread(actor);
+  const here1 = cpuByThread("self");
+  console.log(`steady ${mode} (${placement} core), ${count} messages after ${WARMUP}: ${wallUs.toFixed(2)} us each (${(1000 / wallUs).toFixed(1)} k/s)`);
+  console.log(`  CPU per message, ${driver.actor} actor: ${perMessage(actor0, actor1, count)}`);
+  console.log(`  CPU per message, client (this process, with the supervisor): ${perMessage(here0, here1, count)}`);
+} finally {
+  restore();
+}
