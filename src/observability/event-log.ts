@@ -24,8 +24,10 @@ export interface EventLogOptions {
 }
 
 const FLUSH_MS = 200;
-/** Past this many buffered characters a flush happens at once. */
-const FLUSH_CHARS = 256 * 1024;
+/** Past this many buffered bytes a flush happens at once. */
+const FLUSH_BYTES = 256 * 1024;
+/** The buffer of pending lines starts this big and doubles as needed (an idle actor writes little). */
+const INITIAL_PENDING_BYTES = 16 * 1024;
 /** Past this size the file is renamed to `<name>.1.jsonl` (one old file kept) and a new one starts. */
 const ROTATE_BYTES = 64 * 1024 * 1024;
 /**
@@ -37,8 +39,8 @@ const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
  * An append-only JSON Lines file of events (one per mesh member under `<mesh dir>/logs/`).
- * Lines collect in memory and go to the file in one write every 200 ms (or past 256 K
- * characters, and on exit): a write per line, even through Bun's FileSink, cost about half a
+ * Lines collect in memory, encoded, and go to the file in one write every 200 ms (or past
+ * 256 KiB, and on exit): a write per line, even through Bun's FileSink, cost about half a
  * microsecond each, which showed in every hop. Rotates at 64 MiB keeping one previous file.
  *
  * A log that cannot write (a full disk, a missing directory) never throws: the lines of a
@@ -60,8 +62,14 @@ export class EventLog {
   /** -1 while the file is not open (it could not be opened or reopened): the next flush tries again. */
   #fd = -1;
   #mode: number;
-  #lines: string[] = [];
-  #pendingChars = 0;
+  /**
+   * Lines not yet written, already encoded: a line becomes bytes as it is written, so its string
+   * dies young (kept as strings until the flush, the lines of a busy actor outlived the young
+   * generation and cost the collector more than building them).
+   */
+  #pending = Buffer.allocUnsafe(INITIAL_PENDING_BYTES);
+  #pendingBytes = 0;
+  #pendingLines = 0;
   #bytes = 0;
   #timer: ReturnType<typeof setInterval>;
   #closed = false;
@@ -114,20 +122,28 @@ export class EventLog {
   }
 
   #append(line: string): void {
-    this.#lines.push(line);
-    this.#pendingChars += line.length;
-    if (this.#pendingChars > FLUSH_CHARS) this.flush();
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const room = this.#pendingBytes + line.length * 3;
+    if (room > this.#pending.length) {
+      const grown = Buffer.allocUnsafe(Math.max(room, this.#pending.length * 2));
+      this.#pending.copy(grown, 0, 0, this.#pendingBytes);
+      this.#pending = grown;
+    }
+    this.#pendingBytes += this.#pending.write(line, this.#pendingBytes);
+    this.#pendingLines++;
+    if (this.#pendingBytes > FLUSH_BYTES) this.flush();
   }
 
   /** Writes what is buffered, in one write. Never throws: a failed batch is dropped and counted. */
   flush(): void {
-    if (this.#closed || this.#lines.length === 0) return;
-    const count = this.#lines.length;
+    if (this.#closed || this.#pendingLines === 0) return;
+    const count = this.#pendingLines;
+    const lines = this.#pending.subarray(0, this.#pendingBytes);
     // After an outage the file first says how much is missing, in the same write as what follows.
-    const gap = this.#outage ? this.#gapLine(this.#outage) : "";
-    const buffer = Buffer.from(gap + this.#lines.join(""));
-    this.#lines = [];
-    this.#pendingChars = 0;
+    const buffer = this.#outage ? Buffer.concat([Buffer.from(this.#gapLine(this.#outage)), lines]) : lines;
+    // The buffer is reused once the (synchronous) write is done.
+    this.#pendingBytes = 0;
+    this.#pendingLines = 0;
     try {
       this.#writeWhole(buffer);
     } catch (error) {

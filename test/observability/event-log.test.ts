@@ -22,6 +22,25 @@ describe("EventLog", () => {
     expect(typeof b.ts).toBe("number");
   });
 
+  test("lines are kept encoded: every character survives, across growth of the buffer and flushes past 256 KiB", async () => {
+    using dir = tempDir();
+    const path = join(dir.path, "utf8.jsonl");
+    const log = new EventLog(path, { actor: "ü" });
+    const texts = ["ascii", "你好 🌍", "a\u0000b", "é".repeat(40_000), "\ud83c\udf0d".repeat(3000), "z"];
+    const expected: string[] = [];
+    // About 2.6 MB of lines: the buffer grows past its first 16 KiB, and flushes happen as it fills.
+    for (let i = 0; i < 100; i++) {
+      const text = texts[i % texts.length]!;
+      expected.push(text);
+      log.writeFields(`"event":"x","i":${i},"text":${JSON.stringify(text)}`);
+    }
+    await log.close();
+    const read = lines(path);
+    expect(read.map((l) => l.i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(read.map((l) => l.text)).toEqual(expected);
+    expect(read.every((l) => l.actor === "ü")).toBe(true);
+  });
+
   test("flush writes what is buffered; a full file rotates to .1.jsonl and starts again", async () => {
     using dir = tempDir();
     const path = join(dir.path, "a.jsonl");
