@@ -99,7 +99,8 @@ supervisor:
     - { actor: ${driver.actor}, module: "${driver.module}" }
 `);
   const actor = mesh.pid(driver.actor);
-  if (placement === "cross") Bun.spawnSync(["taskset", "-pc", "1", String(actor)], { stdout: "ignore" });
+  // -a: every thread of the actor (its collector's and compiler's too), not only its main one.
+  if (placement === "cross") Bun.spawnSync(["taskset", "-a", "-pc", "1", String(actor)], { stdout: "ignore" });
   const client = await mesh.client();
   await driver.run(client, WARMUP);
   const actor0 = cpuByThread(actor);

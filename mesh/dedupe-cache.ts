@@ -45,9 +45,8 @@ export interface DedupeStore {
  * object each) they were a live set the collector walked on every collection, which cost the
  * actor path more than all its lookups (docs/benchmarks.md). A ULID is kept as its 130 bits in
  * numbers instead, in a ring of slots in arrival order, found through an open-addressing index:
- * nothing per id for the collector to walk. ULIDs compare without regard to case, as the ULID
- * spec reads them. Ids that are not ULIDs (no envelope carries one; tests and other stores may)
- * go through a Map to the same slots.
+ * nothing per id for the collector to walk. Other ids (a ULID in lower case, which an envelope
+ * may carry; names in tests and other stores) go through a Map to the same slots.
  *
  * @example
  * const seen = new DedupeCache();
@@ -225,14 +224,16 @@ const DONE = 2;
 const INITIAL_SLOTS = 1024;
 /** Numbers per key: a ULID's 26 characters, six to a number (30 bits), the last two in the fifth. */
 const KEY_WORDS = 5;
-/** Crockford base32 digit values by character code, either case; -1 for what a ULID cannot hold (I L O U). */
+/**
+ * Crockford base32 digit values by character code, upper case only; -1 for anything else. A ULID
+ * in lower case (valid in an envelope) goes through the Map of other ids: ids are compared as
+ * the exact strings they are, as everything else that keys on a message_id does (the waiting
+ * duplicates, a durable store's records).
+ */
 const DIGIT = new Int8Array(128).fill(-1);
-for (const [i, c] of [..."0123456789ABCDEFGHJKMNPQRSTVWXYZ"].entries()) {
-  DIGIT[c.charCodeAt(0)] = i;
-  DIGIT[c.toLowerCase().charCodeAt(0)] = i;
-}
+for (const [i, c] of [..."0123456789ABCDEFGHJKMNPQRSTVWXYZ"].entries()) DIGIT[c.charCodeAt(0)] = i;
 
-/** Reads `id` into `key` when it is a ULID (26 Crockford base32 digits, as isValidEnvelope checks); false when not. */
+/** Reads `id` into `key` when it is a ULID as this mesh writes them (26 upper-case Crockford base32 digits); false when not. */
 function readUlid(id: string, key: Int32Array): boolean {
   if (id.length !== 26) return false;
   let word = 0;

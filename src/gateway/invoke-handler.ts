@@ -136,7 +136,8 @@ export class InvokeHandler {
     this.#events?.writeFields(
       `"event":"handled","type":"${type}","label":${JSON.stringify(`${type} → ${target}`)},"trace_id":${JSON.stringify(traceId)},"span_id":"${span.id}",${caller}` +
         `"started_at":${span.startedAt},"duration_ms":${Math.round(duration * 1000) / 1000},"status":"${errorCode === undefined ? "ok" : "error"}"` +
-        `${errorCode !== undefined ? `,"error_code":${errorCode}` : ""}`,
+        // An actor's error payload is not checked: a code that is no number is null, as JSON.stringify wrote it.
+        `${errorCode !== undefined ? `,"error_code":${Number.isFinite(errorCode) ? errorCode : null}` : ""}`,
     );
   }
 }

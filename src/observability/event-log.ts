@@ -28,6 +28,8 @@ const FLUSH_MS = 200;
 const FLUSH_BYTES = 256 * 1024;
 /** The buffer of pending lines starts this big and doubles as needed (an idle actor writes little). */
 const INITIAL_PENDING_BYTES = 16 * 1024;
+/** A buffer grown past this (for a line of megabytes) is not kept after its flush. */
+const MAX_KEPT_PENDING_BYTES = 1024 * 1024;
 /** Past this size the file is renamed to `<name>.1.jsonl` (one old file kept) and a new one starts. */
 const ROTATE_BYTES = 64 * 1024 * 1024;
 /**
@@ -141,9 +143,10 @@ export class EventLog {
     const lines = this.#pending.subarray(0, this.#pendingBytes);
     // After an outage the file first says how much is missing, in the same write as what follows.
     const buffer = this.#outage ? Buffer.concat([Buffer.from(this.#gapLine(this.#outage)), lines]) : lines;
-    // The buffer is reused once the (synchronous) write is done.
+    // The buffer is reused once the (synchronous) write is done; one grown for a huge line is let go.
     this.#pendingBytes = 0;
     this.#pendingLines = 0;
+    if (this.#pending.length > MAX_KEPT_PENDING_BYTES) this.#pending = Buffer.allocUnsafe(INITIAL_PENDING_BYTES);
     try {
       this.#writeWhole(buffer);
     } catch (error) {

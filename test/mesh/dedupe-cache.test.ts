@@ -70,11 +70,16 @@ describe("DedupeCache keeps ULIDs as numbers", () => {
     };
   }
 
-  test("a ULID is found in either case, and ids that are not ULIDs are kept apart from them", () => {
+  test("an id is the exact string: the same ULID in lower case, and ids that are not ULIDs, are other ids", () => {
     const cache = new DedupeCache();
     const id = newMessageId();
     cache.begin(id);
-    expect(cache.lookup(id.toLowerCase())?.state).toBe("handling");
+    expect(cache.lookup(id)?.state).toBe("handling");
+    // Compared as the string it is, as the mesh's other maps of message ids compare it.
+    expect(cache.lookup(id.toLowerCase())).toBeUndefined();
+    cache.begin(id.toLowerCase());
+    expect(cache.size).toBe(2);
+    cache.forget(id.toLowerCase());
     expect(cache.lookup(`${id.slice(0, 25)}${id[25] === "0" ? "1" : "0"}`)).toBeUndefined(); // another ULID
     cache.begin(`${id}-copy`);
     cache.begin(id.slice(0, 25)); // 25 characters: a name, not a ULID
@@ -102,8 +107,8 @@ describe("DedupeCache keeps ULIDs as numbers", () => {
     const cache = new DedupeCache({ capacity, maxAgeMs });
     // The model: a Map in insertion order, evicting from its start.
     const model = new Map<string, { state: "handling" | "done"; at: number; answer: boolean }>();
-    // Ids from a pool, so ids come back after a forget or an eviction; some are not ULIDs.
-    const pool = Array.from({ length: 2_000 }, (_, i) => (i % 10 === 9 ? `name-${i}` : newMessageId()));
+    // Ids from a pool, so ids come back after a forget or an eviction; some are not ULIDs, some in lower case.
+    const pool = Array.from({ length: 2_000 }, (_, i) => (i % 10 === 9 ? `name-${i}` : i % 10 === 8 ? newMessageId().toLowerCase() : newMessageId()));
     let now = Date.now();
     const answer = (id: string): Envelope => ({
       message_id: newMessageId(), message_type: "response", trace_id: "t", source_agent: "a", target_agent: "b",
