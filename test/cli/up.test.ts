@@ -70,7 +70,8 @@ describe("hermes-mesh up", () => {
     expect(cli("send", "solo", '{"after":"restart"}', "--dir", run).out).toBe('{"after":"restart"}\n');
 
     const pids = (JSON.parse(cli("ps", "--dir", run, "--json").out).entries as Array<{ pid?: number }>).map((e) => e.pid).filter((p): p is number => p !== undefined);
-    const gateway = up.lines.find((l) => l.startsWith("gateway: "));
+    // Printed right after the "up" line, but read from the pipe whenever it arrives: waited for, not looked up.
+    const gateway = await up.waitForLine(/^gateway: /);
     expect(gateway).toMatch(/^gateway: http:\/\/127\.0\.0\.1:\d+ {2}and {2}.*gateway\.sock$/);
     up.proc.kill("SIGTERM");
     expect(await up.proc.exited).toBe(0);
