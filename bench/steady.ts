@@ -11,10 +11,13 @@
  * - `events`: `await client.send("sink", 128 B)` in a loop, every event handled and
  *   acknowledged, the sink (bench/actors/sink.ts) asked for its count at the end.
  * - `pipelined`: 1,000 requests in flight at all times to the sink.
+ * - `actor-request`, `actor-events`, `actor-pipelined`: the same from one actor to another, the
+ *   pinger actor (bench/actors/pinger.ts) sending to the echo or the sink, asked by this process
+ *   once per run; both actors' CPU is reported.
  *
- * Run: `bun bench/steady.ts [request|events|pipelined] [messages] [same|cross]` (default
- * request, 40,000 after a warm-up of 60,000, same core: both processes on cpu 0; cross puts the
- * actor on cpu 1). With `events: true` in the mesh file (trace lines on) set STEADY_EVENTS=1.
+ * Run: `bun bench/steady.ts [mode] [messages] [same|cross]` (default request, 40,000 after a
+ * warm-up of 60,000, same core: every process on cpu 0; cross puts the receiving actor, all its
+ * threads, on cpu 1). With `events: true` in the mesh file (trace lines on) set STEADY_EVENTS=1.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { MeshClient } from "../src/actor/connect-mesh.ts";
@@ -53,28 +56,39 @@ function perMessage(before: Record<string, number>, after: Record<string, number
   return `${total.toFixed(2)} us (${parts.join(", ")})`;
 }
 
-const drivers: Record<string, { actor: string; module: string; run(client: MeshClient, n: number): Promise<void> }> = {
+/** A mode: the actors its mesh runs (the last one receives), and one run of n messages. */
+interface Driver {
+  actors: ReadonlyArray<{ name: string; module: string }>;
+  run(client: MeshClient, n: number): Promise<void>;
+}
+
+const ECHO = { name: "echo", module: "{ACTORS}/echo.ts" };
+const SINK = { name: "sink", module: "{BENCH_ACTORS}/sink.ts" };
+const PINGER = { name: "pinger", module: "{BENCH_ACTORS}/pinger.ts" };
+const LONG = { timeoutMs: 300_000 };
+
+async function countedBy(client: MeshClient, sink: string): Promise<number> {
+  return (await client.request(sink, { op: "count" }, LONG)).payload.count as number;
+}
+
+const drivers: Record<string, Driver> = {
   request: {
-    actor: "echo",
-    module: "{ACTORS}/echo.ts",
+    actors: [ECHO],
     async run(client, n) {
       for (let i = 0; i < n; i++) await client.request("echo", PAYLOAD_128, { timeoutMs: 10_000 });
     },
   },
   events: {
-    actor: "sink",
-    module: "{BENCH_ACTORS}/sink.ts",
+    actors: [SINK],
     async run(client, n) {
-      const counted = async () => (await client.request("sink", { op: "count" }, { timeoutMs: 60_000 })).payload.count as number;
-      const before = await counted();
+      const before = await countedBy(client, "sink");
       for (let i = 0; i < n; i++) await client.send("sink", PAYLOAD_128);
-      const seen = (await counted()) - before;
+      const seen = (await countedBy(client, "sink")) - before;
       if (seen !== n) throw new Error(`the sink counted ${seen} events of ${n}`);
     },
   },
   pipelined: {
-    actor: "sink",
-    module: "{BENCH_ACTORS}/sink.ts",
+    actors: [SINK],
     async run(client, n) {
       let started = 0;
       const lane = async () => {
@@ -84,6 +98,28 @@ const drivers: Record<string, { actor: string; module: string; run(client: MeshC
         }
       };
       await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, n) }, lane));
+    },
+  },
+  "actor-request": {
+    actors: [PINGER, ECHO],
+    async run(client, n) {
+      const { samples } = (await client.request("pinger", { n, target: "echo" }, LONG)).payload as { samples: number[] };
+      if (samples.length !== n) throw new Error(`the pinger made ${samples.length} round trips of ${n}`);
+    },
+  },
+  "actor-events": {
+    actors: [PINGER, SINK],
+    async run(client, n) {
+      const before = await countedBy(client, "sink");
+      const { count } = (await client.request("pinger", { op: "events", n, target: "sink" }, LONG)).payload as { count: number };
+      if (count - before !== n) throw new Error(`the sink counted ${count - before} events of ${n}`);
+    },
+  },
+  "actor-pipelined": {
+    actors: [PINGER, SINK],
+    async run(client, n) {
+      const { answered } = (await client.request("pinger", { op: "pipelined", n, outstanding: IN_FLIGHT, target: "sink" }, LONG)).payload as { answered: number };
+      if (answered !== n) throw new Error(`the pinger had ${answered} answers of ${n}`);
     },
   },
 };
@@ -96,23 +132,23 @@ try {
   await using mesh = await startBenchMesh(`mesh: { name: steady-${Math.random().toString(36).slice(2, 6)}, events: ${process.env.STEADY_EVENTS === "1"} }
 supervisor:
   children:
-    - { actor: ${driver.actor}, module: "${driver.module}" }
+${driver.actors.map((a) => `    - { actor: ${a.name}, module: "${a.module}" }`).join("\n")}
 `);
-  const actor = mesh.pid(driver.actor);
-  // -a: every thread of the actor (its collector's and compiler's too), not only its main one.
-  if (placement === "cross") Bun.spawnSync(["taskset", "-a", "-pc", "1", String(actor)], { stdout: "ignore" });
+  const pids = driver.actors.map((a) => mesh.pid(a.name));
+  // -a: every thread of the receiver (its collector's and compiler's too), not only its main one.
+  if (placement === "cross") Bun.spawnSync(["taskset", "-a", "-pc", "1", String(pids.at(-1))], { stdout: "ignore" });
   const client = await mesh.client();
   await driver.run(client, WARMUP);
-  const actor0 = cpuByThread(actor);
+  const before = pids.map(cpuByThread);
   const here0 = cpuByThread("self");
   const t0 = Bun.nanoseconds();
   await driver.run(client, count);
   const wallUs = (Bun.nanoseconds() - t0) / 1000 / count;
-  const actor1 = cpuByThread(actor);
+  const after = pids.map(cpuByThread);
   const here1 = cpuByThread("self");
   console.log(`steady ${mode} (${placement} core), ${count} messages after ${WARMUP}: ${wallUs.toFixed(2)} us each (${(1000 / wallUs).toFixed(1)} k/s)`);
-  console.log(`  CPU per message, ${driver.actor} actor: ${perMessage(actor0, actor1, count)}`);
-  console.log(`  CPU per message, client (this process, with the supervisor): ${perMessage(here0, here1, count)}`);
+  driver.actors.forEach((a, i) => console.log(`  CPU per message, ${a.name} actor: ${perMessage(before[i]!, after[i]!, count)}`));
+  console.log(`  CPU per message, this process (the client and the supervisor): ${perMessage(here0, here1, count)}`);
 } finally {
   restore();
 }
