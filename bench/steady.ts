@@ -19,8 +19,8 @@
  * warm-up of 60,000, same core: every process on cpu 0; cross puts the receiving actor, all its
  * threads, on cpu 1). With `events: true` in the mesh file (trace lines on) set STEADY_EVENTS=1.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import type { MeshClient } from "../src/actor/connect-mesh.ts";
+import { cpuByThread } from "./lib/cpu-time.ts";
 import { startBenchMesh } from "./lib/mesh.ts";
 import { PAYLOAD_128 } from "./lib/payload.ts";
 import { pinSelf } from "./lib/placement.ts";
@@ -30,26 +30,12 @@ const count = Number(countText);
 const WARMUP = 60_000;
 const IN_FLIGHT = 1000;
 
-/** Microseconds each thread of `pid` has run, summed by thread name. */
-function cpuByThread(pid: number | "self"): Record<string, number> {
-  const byName: Record<string, number> = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-      byName[name] = (byName[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]) / 1000;
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return byName;
-}
-
-/** "bun 7.4, JITWorker 0.3, ...: 8.1 us" per message, threads under 0.1 us left out. */
+/** "8.1 us (bun 7.4, JITWorker 0.3, ...)" per message from two cpuByThread readings, threads under 0.1 us left out. */
 function perMessage(before: Record<string, number>, after: Record<string, number>, n: number): string {
   let total = 0;
   const parts: string[] = [];
-  for (const [name, us] of Object.entries(after)) {
-    const each = (us - (before[name] ?? 0)) / n;
+  for (const [name, ns] of Object.entries(after)) {
+    const each = (ns - (before[name] ?? 0)) / 1000 / n;
     total += each;
     if (each >= 0.1) parts.push(`${name} ${each.toFixed(2)}`);
   }

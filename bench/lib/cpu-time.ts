@@ -8,22 +8,30 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-/** Nanoseconds process `pid` ("self" for this one) has spent on a CPU, all threads; 0 when it cannot be read (gone, or no /proc). */
-export function cpuNanoseconds(pid: number | "self"): number {
-  let total = 0;
+/** Nanoseconds each thread of `pid` ("self" for this process) has run, summed by thread name; empty when it cannot be read. */
+export function cpuByThread(pid: number | "self"): Record<string, number> {
+  const byName: Record<string, number> = {};
   let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return 0;
+    return byName;
   }
   for (const tid of tasks) {
     try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]);
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      byName[name] = (byName[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]);
     } catch {
       // The thread ended between the listing and the read.
     }
   }
+  return byName;
+}
+
+/** Nanoseconds process `pid` ("self" for this one) has spent on a CPU, all threads; 0 when it cannot be read (gone, or no /proc). */
+export function cpuNanoseconds(pid: number | "self"): number {
+  let total = 0;
+  for (const ns of Object.values(cpuByThread(pid))) total += ns;
   return total;
 }
 

@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { z } from "zod";
-import { type Route, type Envelope, type Payload, HttpMsgType } from "../../mesh/envelope.ts";
+import { type Route, type Envelope, type Payload, HttpMsgType, isPlainMap } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { MsgpackExt, MsgpackTimestamp, setOwn } from "../../mesh/msgpack-values.ts";
 
@@ -37,21 +37,14 @@ export function isMetaForm(body: unknown): body is { meta: unknown; payload: unk
  * when this says no does zod run, to name the bad field.
  */
 export function isValidMetaForm(body: unknown): body is { meta: Meta; payload: Payload } {
-  if (!isMap(body)) return false;
+  if (!isPlainMap(body)) return false;
   const { meta, payload } = body as { meta: unknown; payload: unknown };
-  if (!isMap(meta) || !isMap(payload)) return false;
+  if (!isPlainMap(meta) || !isPlainMap(payload)) return false;
   const m = meta as Record<string, unknown>;
   if (m.version !== META_VERSION || (m.msg_type !== HttpMsgType.TASK_REQUEST && m.msg_type !== HttpMsgType.EVENT)) return false;
   if (!nonEmpty(m.sender_id) || !nonEmpty(m.receiver_id) || !nonEmpty(m.trace_id)) return false;
   const ttl = m.ttl;
   return typeof ttl === "number" && Number.isFinite(ttl) && ttl > 0 && ttl <= MAX_TTL_SECONDS;
-}
-
-/** A plain object, as JSON.parse makes them (no array, date or byte array). */
-function isMap(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 function nonEmpty(value: unknown): boolean {
