@@ -4,7 +4,9 @@
  * each alone under its own supervisor with every default (one_for_one, intensity 1 per 5000
  * ms, backoff 10 to 1000 ms, jitter 0.2); they are killed in turn, each more than its
  * supervisor's period after its previous kill, so every restart is a child's first in its
- * period: a one-off crash, as in production. A client in this process sends sequential
+ * period: a one-off crash, as in production. Quiet means the whole mesh: each kill also waits
+ * until the other processes of the mesh (the other actors, the standby host still starting
+ * after the previous restart) are at rest, at most 2 s. A client in this process sends sequential
  * requests to the actor about to be killed without pause. Right after a request is issued
  * (before its bytes are even written) the actor is killed with SIGKILL; every request after
  * that times out quickly (25 ms) and is sent again, and the first one answered, by the
@@ -27,6 +29,7 @@ import { runStandalone } from "./lib/standalone.ts";
 import { availableParallelism } from "node:os";
 import type { MeshClient } from "../src/actor/connect-mesh.ts";
 import { DEFAULT_PERIOD_MS } from "../src/supervisor/restart-intensity.ts";
+import { childrenQuiet } from "./lib/cpu-time.ts";
 import { median } from "./lib/histogram.ts";
 import { spawnIdleBun } from "./lib/idle-bun.ts";
 import { startBenchMesh, type BenchMesh, type MeshMark } from "./lib/mesh.ts";
@@ -45,6 +48,8 @@ export const VICTIMS = 8;
 const SPACING_MS = 250;
 /** Beyond the period, so that the restart is surely the first in it. */
 const QUIET_MARGIN_MS = 200;
+/** The longest a kill waits for the rest of the mesh to be at rest (measureRestarts' `quiet`). */
+const QUIET_MAX_WAIT_MS = 2000;
 
 /**
  * The scenario's mesh: `victims` echo actors, each alone under its own supervisor that sets
@@ -115,6 +120,8 @@ export interface RestartSample {
   steadyCompleted: number;
   /** Requests that failed (timed out) during this restart. */
   failed: number;
+  /** Ms the kill waited past its spacing for the rest of the mesh to be at rest (`quiet`). */
+  quietWaitMs: number;
 }
 
 export interface RestartOptions {
@@ -125,6 +132,11 @@ export interface RestartOptions {
   requestTimeoutMs?: number;
   /** Give up (throw) when no answer came this long after a kill. Default 10 s. */
   maxWaitMs?: number;
+  /**
+   * Asked before each kill once its spacing has passed: the kill waits (the warm traffic going
+   * on) until it says true, or QUIET_MAX_WAIT_MS went by. Default: no wait.
+   */
+  quiet?: () => boolean;
   onKill?: (index: number) => void;
 }
 
@@ -133,6 +145,7 @@ interface Pending {
   pidBefore: number;
   lastBefore: number;
   marks: MeshMark[];
+  quietWaitMs: number;
   clientTold?: number;
   firstAnswer?: number;
   failed: number;
@@ -165,12 +178,12 @@ export async function measureRestarts(mesh: BenchMesh, client: MeshClient, optio
     while (performance.now() < endAt) {
       const request = client.request(target, PAYLOAD_128, { timeoutMs });
       const sentAt = performance.now();
-      if (!current && done.length < options.kills && sentAt >= killDue) {
+      if (!current && done.length < options.kills && sentAt >= killDue && (!options.quiet || options.quiet() || sentAt - killDue > QUIET_MAX_WAIT_MS)) {
         // The request just issued is not written yet (writes flush on a microtask): only the
         // restarted process can answer it.
         options.onKill?.(done.length);
         const pidBefore = mesh.pid(target);
-        current = collecting = { killAt: performance.now(), pidBefore, lastBefore: completions.at(-1) ?? sentAt, marks: [], failed: 0 };
+        current = collecting = { killAt: performance.now(), pidBefore, lastBefore: completions.at(-1) ?? sentAt, marks: [], failed: 0, quietWaitMs: sentAt - killDue };
         process.kill(pidBefore, "SIGKILL");
       }
       try {
@@ -236,6 +249,7 @@ function toSample(p: Pending, completions: number[], window: number, target: str
     windowCompleted: count(p.killAt - window / 5, p.killAt + (4 * window) / 5),
     steadyCompleted: count(p.killAt - window / 5, p.killAt),
     failed: p.failed,
+    quietWaitMs: p.quietWaitMs,
   };
 }
 
@@ -294,6 +308,7 @@ export async function runRestart(options: ScenarioOptions): Promise<ScenarioResu
               kills: 1,
               spacingMs,
               target: `echo${victim}`,
+              quiet: childrenQuiet({ except: () => run.mesh.pid(`echo${victim}`) }),
               onKill: () => {
                 run.lastKill[victim] = performance.now();
                 progress(`restart: round ${round + 1}/${rounds}, ${run.placement.name}: kill -9 ${run.samples.length + 1}/${killsPer} (echo${victim})`);
@@ -319,7 +334,8 @@ export async function runRestart(options: ScenarioOptions): Promise<ScenarioResu
     const totals = samples.map((s) => s.stages.firstAnswer);
     const delays = samples.flatMap((s) => (s.delayMs === undefined ? [] : [s.delayMs]));
     const firsts = samples.filter((s) => s.recentRestarts === 1).length;
-    const detail = { restarts: samples.length, settings: policy, firstInPeriod: firsts, backoffMsP50: median(delays), requestTimeoutMs: REQUEST_TIMEOUT_MS };
+    const quietWaits = samples.map((s) => s.quietWaitMs);
+    const detail = { restarts: samples.length, settings: policy, firstInPeriod: firsts, backoffMsP50: median(delays), requestTimeoutMs: REQUEST_TIMEOUT_MS, quietWaitMsP50: median(quietWaits) };
     for (const [label, q] of [["p50", 50], ["p90", 90], ["max", 100]] as const) {
       figures.push({
         scenario: "restart", name: `kill -9 to first answer ${label}${label === "p50" ? " (defaults, quiet)" : ""}`, placement: placement.name, unit: "ms", value: quantile(totals, q), better: "lower",
@@ -337,6 +353,7 @@ export async function runRestart(options: ScenarioOptions): Promise<ScenarioResu
     const pidsChanged = samples.filter((s) => s.pidAfter !== undefined && s.pidAfter !== s.pidBefore).length;
     notes.push(
       `restart (${placement.name}): ${samples.length} restarts, ${pidsChanged} with a new pid, ${firsts} the first in their period; ${policy}; backoff chosen p50 ${median(delays)} ms, max ${Math.max(0, ...delays)} ms; ` +
+        `waited for the rest of the mesh to be at rest p50 ${median(quietWaits).toFixed(0)} ms, max ${Math.max(0, ...quietWaits).toFixed(0)} ms (${quietWaits.filter((w) => w > QUIET_MAX_WAIT_MS).length} kills after the ${QUIET_MAX_WAIT_MS} ms limit); ` +
         `gap between answers p50 ${median(samples.map((s) => s.gapMs)).toFixed(1)} ms, about ${Math.round((steady * median(samples.map((s) => s.gapMs))) / 1000)} requests not served per restart at the steady ${Math.round(steady)} req/s`,
     );
     notes.push(`restart (${placement.name}) breakdown, p50 ms after the kill [step]: ${breakdown(samples)}`);

@@ -3,6 +3,7 @@ import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-prot
 import { type CapabilityInfo, type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { dial } from "./socket-transport.ts";
+import type { Connection } from "./connection.ts";
 
 /** Options of a control-plane connection. */
 export interface ControlClientOptions {
@@ -17,6 +18,40 @@ export interface ControlClientOptions {
 }
 
 const CONTROL_TIMEOUT_MS = 10_000;
+
+/** A control connection opened before its member knew who it would be (predialControl). */
+let predialed: { dir: string; token: string | undefined; connection: Promise<Connection | undefined> } | undefined;
+
+/**
+ * Opens this process's control connection to the mesh in `dir` ahead of need: the next
+ * `ControlClient.connect` for the same `dir` and `token` takes it instead of dialling. A
+ * standby actor host does this while it waits (src/actor/host-main.ts), so a restart handed to
+ * it skips the dial and the hello round trip. Until it registers, such a connection is only a
+ * token holder's connection: who it is, the spawn secret proves later. Its hello names it
+ * `standby-<pid>`. Resolves with the connection once it is open, or undefined when the dial
+ * failed (connect then dials as usual).
+ *
+ * @example
+ * predialControl(dir, process.env.HERMES_MESH_TOKEN); // later:
+ * const control = await ControlClient.connect({ dir, address: "echo", registry }); // takes it
+ */
+export function predialControl(dir: string, token?: string): Promise<Connection | undefined> {
+  void predialed?.connection.then((connection) => connection?.close());
+  const connection = dial({ path: controlSocketPath(dir) }, { node: `standby-${process.pid}`, ...(token !== undefined && { token }) }).catch(() => undefined);
+  predialed = { dir, token, connection };
+  return connection;
+}
+
+/** The pre-dialled connection when it is for `dir` and `token` and still open; any other is closed. */
+async function takePredialed(dir: string, token: string | undefined): Promise<Connection | undefined> {
+  const ahead = predialed;
+  predialed = undefined;
+  const connection = await ahead?.connection;
+  if (!connection) return undefined;
+  if (ahead!.dir === dir && ahead!.token === token && connection.isOpen) return connection;
+  void connection.close();
+  return undefined;
+}
 
 /**
  * A member's connection to the supervisor: registration, readiness, heartbeats, and the
@@ -38,12 +73,13 @@ export class ControlClient {
   }
 
   /**
-   * Connects to `<dir>/supervisor.sock`. Rejects with code 10 when no mesh runs there, and with
+   * Connects to `<dir>/supervisor.sock` (or takes the connection predialControl opened there).
+   * Rejects with code 10 when no mesh runs there, and with
    * code 5 (`auth_method: "unix_permissions"`) when this user may not reach it: the message
    * names the owner, group and mode that refused, and `mesh.socket_group` (mesh/socket-access.ts).
    */
   static async connect(options: ControlClientOptions): Promise<ControlClient> {
-    const connection = await dial({ path: controlSocketPath(options.dir) }, {
+    const connection = (predialed && (await takePredialed(options.dir, options.token))) || await dial({ path: controlSocketPath(options.dir) }, {
       node: options.address,
       ...(options.token !== undefined && { token: options.token }),
     });

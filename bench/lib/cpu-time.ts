@@ -41,3 +41,56 @@ export function cpuNanosecondsOf(pids: readonly number[]): number {
   for (const pid of pids) total += cpuNanoseconds(pid);
   return total;
 }
+
+/** Pids of the processes whose parent is `parent` (default: this process), from /proc; empty without /proc. */
+export function childPids(parent: number = process.pid): number[] {
+  const pids: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return pids;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Field 4 of stat, after the command in parentheses (which may hold spaces).
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ", 2)[1]) === parent) pids.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/**
+ * A check that this process's children, all but the one `except()` names, are at rest: together
+ * they ran less than `cpuMs` of CPU over the last `windowMs` (a child that appeared meanwhile
+ * counts as busy). It samples /proc at most once per window, so it may be asked in a loop; it
+ * answers from the latest whole window. Without /proc it always says quiet.
+ *
+ * @example
+ * const quiet = childrenQuiet({ except: () => victimPid });
+ * while (!quiet()) await oneMoreRequest();
+ */
+export function childrenQuiet(options: { except?: () => number | undefined; cpuMs?: number; windowMs?: number } = {}): () => boolean {
+  const cpuMs = options.cpuMs ?? 2;
+  const windowMs = options.windowMs ?? 25;
+  let last: { at: number; cpu: Map<number, number> } | undefined;
+  let quiet = false;
+  const sample = () => new Map(childPids().filter((pid) => pid !== options.except?.()).map((pid) => [pid, cpuNanoseconds(pid)]));
+  return () => {
+    const now = performance.now();
+    if (last && now - last.at < windowMs) return quiet;
+    const cpu = sample();
+    if (cpu.size === 0 && !last) return true;
+    if (last) {
+      let busyNs = 0;
+      for (const [pid, ns] of cpu) busyNs += ns - (last.cpu.get(pid) ?? 0);
+      quiet = busyNs < cpuMs * 1e6;
+    }
+    last = { at: now, cpu };
+    return quiet;
+  };
+}

@@ -5,14 +5,17 @@
  * The mesh token, when the mesh has one, comes in HERMES_MESH_TOKEN (not argv: ps shows argv);
  * HERMES_ACTOR_DURABLE=1 turns on durable mode.
  *
- * `bun src/actor/host-main.ts --standby [preload...]` is a standby host
- * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, then
- * waits for one line on stdin, a StandbyAssignment with those arguments and the environment's
+ * `bun src/actor/host-main.ts --standby [--dir D] [preload...]` is a standby host
+ * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, runs the
+ * start's code through once (src/actor/rehearsal.ts), opens its control connection to the mesh
+ * in D ahead (mesh/control-client.ts, predialControl), then waits for one line on stdin, a StandbyAssignment with those arguments and the environment's
  * changes, and runs as if started with them. It exits when stdin ends first (the supervisor
  * went away).
  */
 import { runActorHost, STANDBY_FLAG, type StandbyAssignment } from "./actor-host.ts";
 import { formatBuildErrors } from "./build-errors.ts";
+import { predialControl } from "../../mesh/control-client.ts";
+import { rehearse } from "./rehearsal.ts";
 
 const OPTIONS = ["module", "name", "instance", "pool", "dir", "concurrency", "window", "shutdown-ms"] as const;
 type Option = (typeof OPTIONS)[number];
@@ -73,9 +76,12 @@ async function main(argv: readonly string[], assignedAt?: number): Promise<void>
 
 /**
  * Waits for the assignment, takes on its environment and arguments, and runs as them.
- * `preload`: modules to import while waiting, such as the one every actor module imports.
+ * `args`: `--dir D` (the mesh, whose control socket it dials ahead), then modules to import
+ * while waiting, such as the one every actor module imports.
  */
-async function standby(preload: readonly string[]): Promise<void> {
+async function standby(args: readonly string[]): Promise<void> {
+  const dir = args[0] === "--dir" ? args[1] : undefined;
+  const preload = dir === undefined ? args : args.slice(2);
   // As an actor does: a Ctrl-C reaches the whole process group, and the supervisor stops the mesh.
   process.on("SIGINT", () => {});
   // A standby has time now for what its start would otherwise load then: node:crypto (trace
@@ -83,7 +89,14 @@ async function standby(preload: readonly string[]): Promise<void> {
   // and the preloads, which also warm the loader for TypeScript sources.
   await import("node:crypto");
   for (const module of preload) await import(module).catch(() => {});
-  const line = await firstLine(Bun.stdin.stream());
+  let assigned = false;
+  const assignment = firstLine(Bun.stdin.stream()).finally(() => (assigned = true));
+  // The start's path run through once, so that the assigned start is not its code's first run;
+  // cut short when the assignment comes meanwhile.
+  await rehearse(() => assigned);
+  // The dial and hello of a start, done now: the assigned actor registers over this connection.
+  if (dir !== undefined) void predialControl(dir, process.env.HERMES_MESH_TOKEN || undefined);
+  const line = await assignment;
   if (line === undefined) process.exit(0);
   const assignedAt = performance.now();
   const { argv, env } = JSON.parse(line) as StandbyAssignment;

@@ -115,7 +115,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   const gatewayHidden = gatewayTokenEnv && gatewayTokenEnv !== "HERMES_GATEWAY_TOKEN" ? [gatewayTokenEnv] : [];
   const members = { token, events: meshFile.mesh.events, scheduler: meshFile.mesh.scheduler, nats, socketGroup };
   const standby = THIS_RUNTIME === "bun" && (options.standby ?? process.env.HERMES_ACTOR_STANDBY !== "0")
-    ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, [DEFINE_ACTOR])
+    ? new StandbyHost([process.execPath, hostEntry], environment(meshEnv({ ...members, hidden: actorHidden })), options.log, { preload: [DEFINE_ACTOR], dir })
     : undefined;
   const control = await ControlServer.start({
     dir,

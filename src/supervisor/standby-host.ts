@@ -23,7 +23,7 @@ type Spare = Bun.Subprocess<"pipe", "pipe", "pipe">;
  * mesh shares.
  *
  * @example
- * const standby = new StandbyHost([process.execPath, hostEntry], meshEnv, log);
+ * const standby = new StandbyHost([process.execPath, hostEntry], meshEnv, log, { dir });
  * standby.prepare();
  * const proc = standby.take(cmd, { env }) ?? Bun.spawn(cmd, { env, ... });
  * standby.close();
@@ -32,22 +32,26 @@ export class StandbyHost {
   #host: readonly [string, string];
   #env: Record<string, string>;
   #log: Logger;
-  #preload: readonly string[];
+  /** What follows STANDBY_FLAG on a spare's command line. */
+  #args: readonly string[];
   #spare: Spare | undefined;
   #closed = false;
 
-  /** `preload`: modules a spare imports while it waits (any actor module's common imports). */
-  constructor(host: readonly [string, string], env: Record<string, string>, log: Logger, preload: readonly string[] = []) {
+  /**
+   * `preload`: modules a spare imports while it waits (any actor module's common imports);
+   * `dir`: the mesh whose control socket a spare connects to while it waits.
+   */
+  constructor(host: readonly [string, string], env: Record<string, string>, log: Logger, options: { preload?: readonly string[]; dir?: string } = {}) {
     this.#host = host;
     this.#env = env;
     this.#log = log;
-    this.#preload = preload;
+    this.#args = [...(options.dir !== undefined ? ["--dir", options.dir] : []), ...(options.preload ?? [])];
   }
 
   /** Starts a spare, unless there is one (or this is closed). */
   prepare(): void {
     if (this.#closed || this.#spare) return;
-    const spare = Bun.spawn([...this.#host, STANDBY_FLAG, ...this.#preload], { env: this.#env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const spare = Bun.spawn([...this.#host, STANDBY_FLAG, ...this.#args], { env: this.#env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
     this.#spare = spare;
     void spare.exited.then((code) => {
       if (this.#spare !== spare) return; // taken: its exit is the actor's

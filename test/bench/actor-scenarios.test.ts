@@ -79,7 +79,7 @@ supervisor:
 
   test("breakdown and quantiles from known samples", () => {
     const sample = (firstAnswer: number, registered?: number): RestartSample => ({
-      pidBefore: 1, pidAfter: 2, delayMs: 1, gapMs: firstAnswer, windowCompleted: 0, steadyCompleted: 0, failed: 0,
+      pidBefore: 1, pidAfter: 2, delayMs: 1, gapMs: firstAnswer, windowCompleted: 0, steadyCompleted: 0, failed: 0, quietWaitMs: 0,
       stages: { exitSeen: 2, ...(registered !== undefined && { registered }), firstAnswer },
     });
     const text = breakdown([sample(60, 50), sample(70, 40), sample(80)]);

@@ -8,6 +8,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { clientSocketPath } from "../../mesh/control-protocol.ts";
+import type { Connection } from "../../mesh/connection.ts";
+import { predialControl } from "../../mesh/control-client.ts";
 import { ControlServer } from "../../mesh/control-server.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { joinMesh, type MeshMember } from "../../mesh/join.ts";
@@ -250,4 +252,53 @@ supervisor:
     expect(b.payload.attempt).toBeGreaterThanOrEqual(2);
     expect(t.pid("crasher")).not.toBe(first);
   }, 40_000);
+});
+
+/** The name a member's control connection gave in its hello. */
+const helloName = (member: MeshMember) => (member.control.channel.connection as Connection).options.node;
+
+describe("a control connection dialled ahead (predialControl, as a standby host does)", () => {
+  test("an actor registers over the connection opened before it knew who it would be", async () => {
+    const plane = await controlPlane();
+    await predialControl(plane.dir);
+    plane.registry.upsert(actorEntry(plane.dir, "late", "starting"));
+    plane.server.expectSpawn("late", "late-secret");
+    const member = await joinMesh({ kind: "actor", dir: plane.dir, address: "late", spawnSecret: "late-secret", onRequest: (s) => s.respond({ ok: true }) });
+    cleanups.push(() => member.close());
+    expect(helloName(member)).toBe(`standby-${process.pid}`);
+    expect(plane.registry.byAddress("late")?.health).toBe("healthy");
+    // The secret still decides: the connection was only a token holder's until it registered.
+    const client = await joinMesh({ dir: plane.dir, address: "asker" });
+    cleanups.push(() => client.close());
+    expect((await client.node.request({ target_agent: "late" }, {}, { timeoutMs: 10_000 })).payload).toEqual({ ok: true });
+  }, 30_000);
+
+  test("it is taken only for its own mesh and only while open; otherwise the member dials as usual", async () => {
+    const first = await controlPlane();
+    const second = await controlPlane();
+    await predialControl(first.dir);
+    const other = await joinMesh({ dir: second.dir, address: "elsewhere" });
+    cleanups.push(() => other.close());
+    expect(helloName(other)).toBe("elsewhere");
+    // A token that differs from the one it was opened with: not taken either.
+    await predialControl(first.dir, "some-token");
+    const plain = await joinMesh({ dir: first.dir, address: "tokenless" });
+    cleanups.push(() => plain.close());
+    expect(helloName(plain)).toBe("tokenless");
+    // Closed by the supervisor meanwhile (it stopped, and another took its place): the next join dials afresh.
+    const early = await predialControl(second.dir);
+    await second.server.close();
+    await early!.closed;
+    const again = await ControlServer.start({ dir: second.dir, meshName: "join-test", registry: second.registry, heartbeatMs: 1000, onHung: () => {}, log: quiet });
+    cleanups.push(() => again.close());
+    const fresh = await joinMesh({ dir: second.dir, address: "fresh" });
+    cleanups.push(() => fresh.close());
+    expect(helloName(fresh)).toBe("fresh");
+  }, 30_000);
+
+  test("a mesh that is not there leaves nothing to take", async () => {
+    using dir = tempDir();
+    expect(await predialControl(dir.path)).toBeUndefined();
+    await expect(joinMesh({ dir: dir.path, address: "nobody" })).rejects.toMatchObject({ code: ErrorCode.UNAVAILABLE });
+  }, 30_000);
 });
