@@ -1,7 +1,13 @@
 import type { HermesError } from "./errors.ts";
 import { invalidFrame } from "./frames.ts";
 
-const HOUSEKEEPING_MS = 250;
+/**
+ * The longest between two checks. A quarter of the shortest clock keeps each deadline within a
+ * quarter of its length; with the defaults (ping after 5 s, hello within 5 s, a frame within
+ * 30 s) one check a second. An idle connection wakes its process that often and no more: four
+ * times a second per connection was most of an idle actor's wake-ups.
+ */
+const MAX_CHECK_MS = 1000;
 
 /** What the connection should do after a liveness check. */
 export type LivenessAction =
@@ -31,10 +37,15 @@ export class Liveness {
 
   #timer: ReturnType<typeof setInterval> | undefined;
 
-  /** Runs `check` (the connection's housekeeping) every 250 ms, or every ping interval if shorter. */
+  /** Runs `check` (the connection's housekeeping) every quarter of the shortest clock, at most every second. */
   start(check: () => void): void {
-    this.#timer = setInterval(check, Math.min(HOUSEKEEPING_MS, this.pingIntervalMs));
+    this.#timer = setInterval(check, this.checkEveryMs);
     this.#timer.unref?.();
+  }
+
+  /** How often `start` runs its check, in ms. */
+  get checkEveryMs(): number {
+    return Math.max(1, Math.min(MAX_CHECK_MS, Math.min(this.pingIntervalMs, this.helloTimeoutMs, this.frameTimeoutMs) / 4));
   }
 
   stop(): void {

@@ -73,7 +73,12 @@ export class EventLog {
   #pendingBytes = 0;
   #pendingLines = 0;
   #bytes = 0;
-  #timer: ReturnType<typeof setInterval>;
+  /** Armed by the first line after a flush: an idle log sets no timer and wakes nothing. */
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #flushLater = () => {
+    this.#timer = undefined;
+    this.flush();
+  };
   #closed = false;
   #log: Logger;
   #dropped = 0;
@@ -98,8 +103,6 @@ export class EventLog {
     } catch (error) {
       this.#failed(0, error);
     }
-    this.#timer = setInterval(() => this.flush(), FLUSH_MS);
-    this.#timer.unref?.();
     process.once("exit", this.#onExit);
   }
 
@@ -134,6 +137,10 @@ export class EventLog {
     this.#pendingBytes += this.#pending.write(line, this.#pendingBytes);
     this.#pendingLines++;
     if (this.#pendingBytes > FLUSH_BYTES) this.flush();
+    else if (this.#timer === undefined) {
+      this.#timer = setTimeout(this.#flushLater, FLUSH_MS);
+      this.#timer.unref?.();
+    }
   }
 
   /** Writes what is buffered, in one write. Never throws: a failed batch is dropped and counted. */
@@ -159,7 +166,8 @@ export class EventLog {
 
   async close(): Promise<void> {
     this.#finish();
-    clearInterval(this.#timer);
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     process.off("exit", this.#onExit);
   }
 

@@ -4,6 +4,12 @@ import { Liveness } from "../../mesh/liveness.ts";
 const options = { pingIntervalMs: 100, helloTimeoutMs: 500, frameTimeoutMs: 300 };
 
 describe("Liveness", () => {
+  test("checks every quarter of its shortest clock, at most once a second (an idle connection wakes its process no more)", () => {
+    expect(new Liveness({ pingIntervalMs: 5000, helloTimeoutMs: 5000, frameTimeoutMs: 30_000 }).checkEveryMs).toBe(1000);
+    expect(new Liveness(options).checkEveryMs).toBe(25);
+    expect(new Liveness({ pingIntervalMs: 60_000, helloTimeoutMs: 200, frameTimeoutMs: 30_000 }).checkEveryMs).toBe(50);
+  });
+
   test("a silent handshake and a frame left unfinished each close the connection with code 2", () => {
     const t0 = Date.now();
     const silent = new Liveness(options);

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../mesh/logger.ts";
 import { EventLog } from "../../src/observability/event-log.ts";
 import { diskKinds, injectInto, openDisk } from "../disk-full.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir, waitFor } from "../helpers.ts";
 
 const lines = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 
@@ -39,6 +39,23 @@ describe("EventLog", () => {
     expect(read.map((l) => l.i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
     expect(read.map((l) => l.text)).toEqual(expected);
     expect(read.every((l) => l.actor === "ü")).toBe(true);
+  });
+
+  test("a line reaches the file by itself within the flush delay, and so does one written after that flush", async () => {
+    using dir = tempDir();
+    const path = join(dir.path, "later.jsonl");
+    const log = new EventLog(path, { actor: "echo" });
+    const onDisk = () => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0);
+    try {
+      log.write({ event: "first" });
+      await waitFor(() => onDisk() === 1, "the first line flushed without another write or a close", 5000);
+      // The timer is armed again by the next line after a flush (an idle log keeps none).
+      log.write({ event: "second" });
+      await waitFor(() => onDisk() === 2, "the second line flushed by itself too", 5000);
+    } finally {
+      await log.close();
+    }
+    expect(lines(path).map((l) => l.event)).toEqual(["first", "second"]);
   });
 
   test("flush writes what is buffered; a full file rotates to .1.jsonl and starts again", async () => {
