@@ -1,16 +1,18 @@
 /**
  * The benchmark harness's own correctness (never its speed): histogram percentile maths on
  * known data, ratio and target reporting, interleaving order, and that the stream scenario's
- * adapters deliver every message they claim to have sent.
+ * adapters deliver every message they claim to have sent; the check for a mesh at rest.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { hermesStream } from "../../bench/adapters/hermes-stream.ts";
 import { rawStream } from "../../bench/adapters/raw-stream.ts";
 import { runCleanups } from "../../bench/lib/cleanup.ts";
+import { childPids, childrenQuiet } from "../../bench/lib/cpu-time.ts";
 import { LatencyHistogram, median } from "../../bench/lib/histogram.ts";
 import { UNPINNED } from "../../bench/lib/placement.ts";
 import { formatTable, ratio, targetStatus, type Figure } from "../../bench/lib/report.ts";
 import { rotated, tempDir } from "../../bench/lib/scenario.ts";
+import { waitFor } from "../helpers.ts";
 
 /** HdrHistogram with 3 significant digits: every reported value is within 0.1% of the exact one. */
 function expectClose(actual: number, expected: number): void {
@@ -106,4 +108,31 @@ describe("stream adapters deliver every message", () => {
       expect(session.frameBytes).toBeGreaterThan(128);
     });
   }
+});
+
+describe("childPids and childrenQuiet (the restart scenario's wait for a mesh at rest)", () => {
+  test("a busy child keeps the mesh from being quiet; left out, the idle one is quiet", async () => {
+    const spawn = (code: string) => Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
+    const idle = spawn("console.log('up'); setInterval(() => {}, 1000)");
+    const busy = spawn("console.log('up'); for (;;) {}");
+    try {
+      for (const child of [idle, busy]) await child.stdout.getReader().read(); // started
+      expect(childPids()).toEqual(expect.arrayContaining([idle.pid, busy.pid]));
+      const allQuiet = childrenQuiet({ windowMs: 20 });
+      const idleQuiet = childrenQuiet({ windowMs: 20, except: () => busy.pid });
+      // Three whole windows of each: the busy child spins through every one of them.
+      const verdicts: boolean[] = [];
+      const until = performance.now() + 3 * 20 + 5;
+      while (performance.now() < until) {
+        verdicts.push(allQuiet());
+        await Bun.sleep(1);
+      }
+      expect(verdicts.some((quiet) => quiet)).toBe(false);
+      await waitFor(() => idleQuiet(), "the idle child counted quiet once the busy one is left out", 10_000);
+    } finally {
+      idle.kill("SIGKILL");
+      busy.kill("SIGKILL");
+      await Promise.all([idle.exited, busy.exited]);
+    }
+  }, 20_000);
 });
