@@ -111,13 +111,18 @@ export function handlerContext<State>(
       headers: { ...options?.headers, traceparent: (traceparent ??= childTraceparent(envelope)) },
     }) as unknown as T;
   let log: Logger | undefined;
+  // Identity's fields one by one, not spread: a literal of one shape is built much faster than a
+  // copy of another object's properties (the spread showed in the sink's profile).
   return {
-    ...identity,
-    record: (event) => identity.record({ trace_id: envelope.trace_id, message_id: envelope.message_id, ...event }),
+    name: identity.name,
+    address: identity.address,
+    instance: identity.instance,
     // Bound on first use: most calls never log, and a logger per call showed in profiles.
     get log() {
       return (log ??= identity.log.with({ trace_id: envelope.trace_id, message_id: envelope.message_id }));
     },
+    store: durable ? durable.store : identity.store,
+    record: (event) => identity.record({ trace_id: envelope.trace_id, message_id: envelope.message_id, ...event }),
     state,
     envelope,
     deadline,
@@ -139,7 +144,6 @@ export function handlerContext<State>(
     writable: () => node.writable(),
     publish: (topic, payload, options) =>
       durable ? stage(node, identity.address, durable.outbox, { topic }, payload, inherit(options), false) : node.publish(topic, payload, inherit(options)),
-    ...(durable && { store: durable.store }),
     progress: (payload) => served?.progress(payload),
     reply: (payload) => served?.respond(payload),
   };
