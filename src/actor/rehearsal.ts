@@ -9,7 +9,9 @@
  * (the same module instances as the actor will use) with an actor of its own: listen, accept,
  * hello both ways, requests and events through an ActorRuntime with its event log, a registry
  * snapshot, and a request over a bare RequestChannel as the control client makes them.
- * Nothing of it stays: its socket and log are in a private temporary directory, removed after.
+ * Nothing of it stays: its socket and log are in a private temporary directory, removed as soon
+ * as both connections are up (the socket's path and the log's name are needed no more) and
+ * again at the end.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -69,6 +71,9 @@ export async function rehearse(enough: () => boolean = () => false): Promise<num
       await caller.request({ target_agent: "rehearsal" }, { round: rounds }, { timeoutMs: TIMEOUT_MS });
       await caller.send({ target_agent: "rehearsal" }, { round: rounds });
       await channel.request({ target_agent: "rehearsal" }, { round: rounds }, { timeoutMs: TIMEOUT_MS });
+      // Both connections are up: the socket's path and the log's name are needed no more, and a
+      // standby killed from here on leaves nothing behind.
+      if (rounds === 0) rmSync(dir, { recursive: true, force: true });
     }
   } catch {
     // Only warmth is lost.

@@ -18,6 +18,9 @@ const READ_AT_START = /^(BUN_|NODE_|JSC_|MALLOC|LD_|UV_|TZ$|LANG$|LC_)/;
 
 type Spare = Bun.Subprocess<"pipe", "pipe", "pipe">;
 
+/** How long a spare told to go may take to exit by itself before it is killed. */
+const STANDBY_EXIT_MS = 2000;
+
 /**
  * At most one spare actor host, for `[bun, hostEntry]`, with the environment every actor of the
  * mesh shares.
@@ -83,11 +86,24 @@ export class StandbyHost {
     return spare;
   }
 
-  /** Kills the spare; no other is made. */
+  /**
+   * Lets the spare go; no other is made. Its stdin ends, which tells it to exit: it cuts its
+   * rehearsal short and removes the rehearsal's directory first (a spare killed mid-rehearsal
+   * left it behind). One still there STANDBY_EXIT_MS later is killed.
+   */
   close(): void {
     this.#closed = true;
-    this.#spare?.kill("SIGKILL");
+    const spare = this.#spare;
     this.#spare = undefined;
+    if (!spare) return;
+    try {
+      spare.stdin.end();
+    } catch {
+      // Its pipe is gone already: so is it, or it soon will be.
+    }
+    const kill = setTimeout(() => spare.kill("SIGKILL"), STANDBY_EXIT_MS);
+    kill.unref?.();
+    void spare.exited.then(() => clearTimeout(kill));
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
 import { createLogger } from "../../mesh/logger.ts";
@@ -16,6 +17,9 @@ import { BUN, waitFor } from "../helpers.ts";
 const FIXTURE = join(import.meta.dir, "env-actor-fixture.ts");
 const HOST = join(import.meta.dir, "../../src/actor/host-main.ts");
 const silent = createLogger({}, () => {});
+
+/** The private directories of standby hosts' rehearsals (src/actor/rehearsal.ts) in the temporary directory. */
+const rehearsalDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith("hermes-standby-"));
 
 /** Pids of this process's children running a standby actor host. */
 function spares(): number[] {
@@ -111,7 +115,8 @@ supervisor:
     expect((await client.request("envy", {}, { timeoutMs: 5000 })).payload.pid).toBe(t.pid("envy"));
   }, 30_000);
 
-  test("no spare outlives its mesh", async () => {
+  test("no spare outlives its mesh, nor its rehearsal's directory", async () => {
+    const before = rehearsalDirs();
     const t = await startTestMesh(`
 mesh: { name: standby-stop }
 supervisor:
@@ -124,6 +129,22 @@ supervisor:
       await t[Symbol.asyncDispose]();
     }
     await waitFor(() => spares().length === 0, "the spare gone with the mesh");
+    // Stopped while it may still be rehearsing: its private directory goes with it.
+    expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
+  }, 30_000);
+
+  test("a spare let go mid-rehearsal exits by itself and leaves no directory behind", async () => {
+    const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/" };
+    const before = rehearsalDirs();
+    const standby = new StandbyHost([BUN, HOST], env, silent);
+    standby.prepare();
+    const spare = spares()[0]!;
+    // Its rehearsal's directory lives for the set-up and the first round: caught by a quick poll.
+    const started = performance.now();
+    while (!rehearsalDirs().some((dir) => !before.includes(dir)) && performance.now() - started < 20_000) await Bun.sleep(1);
+    standby.close();
+    await waitFor(() => !spares().includes(spare), "the spare gone by itself", 10_000);
+    expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
   }, 30_000);
 
   test("a spare exits when its supervisor's pipe closes before any assignment", async () => {
