@@ -90,12 +90,13 @@ async function standby(args: readonly string[]): Promise<void> {
   await import("node:crypto");
   for (const module of preload) await import(module).catch(() => {});
   let assigned = false;
-  const assignment = firstLine(Bun.stdin.stream()).finally(() => (assigned = true));
+  // An unreadable stdin is as good as an ended one: there is no assignment to wait for.
+  const assignment = firstLine(Bun.stdin.stream()).catch(() => undefined).finally(() => (assigned = true));
   // The start's path run through once, so that the assigned start is not its code's first run;
   // cut short when the assignment comes meanwhile.
   await rehearse(() => assigned);
   // The dial and hello of a start, done now: the assigned actor registers over this connection.
-  if (dir !== undefined) void predialControl(dir, process.env.HERMES_MESH_TOKEN || undefined);
+  if (dir !== undefined && !assigned) void predialControl(dir, process.env.HERMES_MESH_TOKEN || undefined);
   const line = await assignment;
   if (line === undefined) process.exit(0);
   const assignedAt = performance.now();

@@ -41,7 +41,7 @@ const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
  * An append-only JSON Lines file of events (one per mesh member under `<mesh dir>/logs/`).
- * Lines collect in memory, encoded, and go to the file in one write every 200 ms (or past
+ * Lines collect in memory, encoded, and go to the file in one write 200 ms after the first (or past
  * 256 KiB, and on exit): a write per line, even through Bun's FileSink, cost about half a
  * microsecond each, which showed in every hop. Rotates at 64 MiB keeping one previous file.
  *

@@ -89,7 +89,8 @@ export class StandbyHost {
   /**
    * Lets the spare go; no other is made. Its stdin ends, which tells it to exit: it cuts its
    * rehearsal short and removes the rehearsal's directory first (a spare killed mid-rehearsal
-   * left it behind). One still there STANDBY_EXIT_MS later is killed.
+   * left it behind). One still there STANDBY_EXIT_MS later is killed, while this process runs;
+   * if it exits sooner, its end of the pipe closes too, and the spare goes the same way.
    */
   close(): void {
     this.#closed = true;

@@ -239,7 +239,7 @@ describe("dashboard in headless Chromium", () => {
     expect(cells[5]).toBe(traceId);
     expect(await page.locator("#injected").count()).toBe(0);
     await waitInPage(page, hasTimelineRow, { actor: "crasher", kind: "crash", text: "exit code 3" }, "the crasher's crashes on the timeline");
-    // The last restarts reach the timeline a sample or two after the dead letter (the supervisor's log is flushed every 200 ms).
+    // The last restarts reach the timeline a sample or two after the dead letter (the supervisor's log is flushed 200 ms after a batch's first line).
     await page.waitForFunction(() => Array.from(document.querySelectorAll('#timeline tbody tr[data-actor="crasher"][data-kind="restart"]')).length >= 9, undefined, { timeout: WAIT_MS });
     expect(await page.locator('#timeline tbody tr[data-actor="crasher"][data-kind="restart"]').count()).toBeGreaterThanOrEqual(9);
 

@@ -273,6 +273,15 @@ describe("a control connection dialled ahead (predialControl, as a standby host 
     expect((await client.node.request({ target_agent: "late" }, {}, { timeoutMs: 10_000 })).payload).toEqual({ ok: true });
   }, 30_000);
 
+  test("over a connection dialled ahead, a wrong spawn secret is still refused with code 5", async () => {
+    const plane = await controlPlane();
+    await predialControl(plane.dir);
+    plane.registry.upsert(actorEntry(plane.dir, "guarded", "starting"));
+    plane.server.expectSpawn("guarded", "the-real-secret");
+    await expect(joinMesh({ kind: "actor", dir: plane.dir, address: "guarded", spawnSecret: "a-guess" })).rejects.toMatchObject({ code: ErrorCode.AUTH_FAILED });
+    expect(plane.registry.byAddress("guarded")?.health).toBe("starting");
+  }, 30_000);
+
   test("it is taken only for its own mesh and only while open; otherwise the member dials as usual", async () => {
     const first = await controlPlane();
     const second = await controlPlane();

@@ -3,7 +3,7 @@
  * environment and arguments; a start that changes a variable read at process start is spawned
  * fresh; and no spare outlives its mesh or its supervisor.
  */
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,6 +38,12 @@ const startups = (events: SupervisorEvent[], child: string) =>
   events.flatMap((e) => (e.type === "started" && e.child === child ? [e.startup ?? {}] : []));
 
 describe("standby actor host", () => {
+  // A stopped mesh lets its spare go, which exits by itself after its current round: none of
+  // them may be taken for the next test's.
+  afterEach(async () => {
+    await waitFor(() => spares().length === 0, "the spares of the test's meshes gone", 10_000);
+  });
+
   test("a restart is handed to the standby, which runs as the actor with its environment and arguments", async () => {
     await using t = await startTestMesh(`
 mesh: { name: standby-env }
@@ -140,9 +146,11 @@ supervisor:
     standby.prepare();
     const spare = spares()[0]!;
     // Its rehearsal's directory lives for the set-up and the first round: caught by a quick poll.
+    let seen = false;
     const started = performance.now();
-    while (!rehearsalDirs().some((dir) => !before.includes(dir)) && performance.now() - started < 20_000) await Bun.sleep(1);
+    while (!(seen = rehearsalDirs().some((dir) => !before.includes(dir))) && performance.now() - started < 20_000) await Bun.sleep(1);
     standby.close();
+    expect(seen).toBe(true);
     await waitFor(() => !spares().includes(spare), "the spare gone by itself", 10_000);
     expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
   }, 30_000);

@@ -49,7 +49,7 @@ describe("hermes-mesh run / runs", () => {
     expect(one.out).toMatch(/^caption\s+succeeded\s+1\s+2\s+2\s*$/m);
     expect(one.out).toContain("validate  pending round 2");
 
-    // The CLI's trace_id is the run request's id; event logs are flushed every 200 ms.
+    // The CLI's trace_id is the run request's id; event logs are flushed 200 ms after a batch's first line.
     let trace = await cli("trace", runId!, "--dir", t.dir);
     // Each member flushes on its own tick: wait for the orchestrator's own span of the run as well.
     const complete = (out: string) => out.includes("round 2 (succeeded)") && /└─ orchestrator {2}request/.test(out);
