@@ -146,11 +146,8 @@ supervisor:
     standby.prepare();
     const spare = spares()[0]!;
     // Its rehearsal's directory lives for the set-up and the first round: caught by a quick poll.
-    let seen = false;
-    const started = performance.now();
-    while (!(seen = rehearsalDirs().some((dir) => !before.includes(dir))) && performance.now() - started < 20_000) await Bun.sleep(1);
+    await waitFor(() => rehearsalDirs().some((dir) => !before.includes(dir)), "the spare rehearsing", 20_000);
     standby.close();
-    expect(seen).toBe(true);
     await waitFor(() => !spares().includes(spare), "the spare gone by itself", 10_000);
     expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
   }, 30_000);
