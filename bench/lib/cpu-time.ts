@@ -7,6 +7,7 @@
  * Used for the CPU time per round trip at each end, the JavaScript cost a latency figure hides.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { processes } from "./interference.ts";
 
 /** Nanoseconds each thread of `pid` ("self" for this process) has run, summed by thread name; empty when it cannot be read. */
 export function cpuByThread(pid: number | "self"): Record<string, number> {
@@ -44,24 +45,7 @@ export function cpuNanosecondsOf(pids: readonly number[]): number {
 
 /** Pids of the processes whose parent is `parent` (default: this process), from /proc; empty without /proc. */
 export function childPids(parent: number = process.pid): number[] {
-  const pids: number[] = [];
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return pids;
-  }
-  for (const name of entries) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      // Field 4 of stat, after the command in parentheses (which may hold spaces).
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ", 2)[1]) === parent) pids.push(Number(name));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
+  return processes().flatMap(([pid, ppid]) => (ppid === parent ? [pid] : []));
 }
 
 /**

@@ -15,10 +15,16 @@ export function machineBusyTicks(): number {
   return user + nice + system + irq + softirq + steal;
 }
 
-/** [pid, ppid, utime + stime, cutime + cstime] of every process. */
-function processes(): Array<[number, number, number, number]> {
+/** [pid, ppid, utime + stime, cutime + cstime] of every process (empty without /proc). */
+export function processes(): Array<[number, number, number, number]> {
   const out: Array<[number, number, number, number]> = [];
-  for (const name of readdirSync("/proc")) {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
+import { childPids } from "../../bench/lib/cpu-time.ts";
 import { createLogger } from "../../mesh/logger.ts";
 import { StandbyHost } from "../../src/supervisor/standby-host.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
@@ -23,13 +24,11 @@ const rehearsalDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWi
 
 /** Pids of this process's children running a standby actor host. */
 function spares(): number[] {
-  return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+  return childPids().filter((pid) => {
     try {
-      const ppid = Number(readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
-      return ppid === process.pid && cmdline.includes(STANDBY_FLAG) ? [Number(name)] : [];
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(STANDBY_FLAG);
     } catch {
-      return []; // gone meanwhile
+      return false; // gone meanwhile
     }
   });
 }
