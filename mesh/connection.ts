@@ -173,12 +173,13 @@ export class Connection implements MeshLink {
       throw new HermesError(ErrorCode.UNAVAILABLE, "connection is closed", { retry_after_ms: 100 });
     }
     checkPayload(env.payload);
+    const now = Date.now();
     if (this.#state === "open" && this.#window.hasCredit && this.#window.backlogged === 0) {
-      this.#transmit(env);
+      this.#transmit(env, now);
       if (settles !== undefined) this.settle(settles);
       return;
     }
-    this.#window.defer(env, settles);
+    this.#window.defer(env, settles, now);
   }
 
   /**
@@ -190,7 +191,10 @@ export class Connection implements MeshLink {
     this.#acks.settle(seq);
   }
 
-  /** Every envelope sent or parked and not acknowledged, oldest first: what a new connection must redeliver. */
+  /**
+   * Every envelope sent or parked and not acknowledged, oldest first: what a new connection must
+   * redeliver, each with its ttl reduced by the time it waited on this one.
+   */
   unacknowledged(): Envelope[] {
     return this.#window.pending();
   }
@@ -279,7 +283,7 @@ export class Connection implements MeshLink {
    * Encodes and writes one envelope with the next seq, which is committed only once the frame
    * is known to be sendable: a gap in seqs would stall the peer's cumulative ack for good.
    */
-  #transmit(env: Envelope): void {
+  #transmit(env: Envelope, since: number): void {
     env.seq = this.#window.nextSeq;
     let frame: Uint8Array;
     try {
@@ -302,7 +306,7 @@ export class Connection implements MeshLink {
         limit,
       });
     }
-    this.#window.assign(env, frame.length);
+    this.#window.assign(env, frame.length, since);
     this.#writer.pushFrame(frame);
   }
 
@@ -453,7 +457,7 @@ export class Connection implements MeshLink {
     let env: Envelope | undefined;
     while (this.#state === "open" && (env = this.#window.takeDeferred()) !== undefined) {
       try {
-        this.#transmit(env);
+        this.#transmit(env, this.#window.takenSince);
       } catch (error) {
         this.onUnsendable?.(env, HermesError.from(error));
       }

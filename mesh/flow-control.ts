@@ -1,4 +1,4 @@
-import type { Envelope } from "./envelope.ts";
+import { remainingTtl, type Envelope } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { approximateBytes } from "./frames.ts";
 
@@ -274,13 +274,18 @@ export const DEFAULT_MAX_UNACKED_BYTES = 16 * 1024 * 1024;
 /**
  * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
  * acknowledged, in seq order, plus a backlog of envelopes waiting for credit. Never more than
- * `window` envelopes are unacknowledged.
+ * `window` envelopes are unacknowledged. Each is kept with the time it was handed over, so
+ * what is taken back for redelivery has its ttl reduced by the time it waited here (kept
+ * beside the envelope, not on it: a property the encoder must skip, even under a symbol, made
+ * msgpackr's walk of every envelope twice as slow).
  */
 export class SendWindow {
   window: number;
   #unacked: Envelope[] = [];
   /** Frame bytes of each unacknowledged envelope, in step with #unacked. */
   #unackedBytes: number[] = [];
+  /** When each unacknowledged envelope was handed over (ms since epoch), in step with #unacked. */
+  #unackedSince: number[] = [];
   #inFlightBytes = 0;
   #head = 0;
   /** Seq of #unacked[#head]. */
@@ -288,8 +293,11 @@ export class SendWindow {
   #nextSeq = 1;
   #backlog: Envelope[] = [];
   #backlogBytes: number[] = [];
+  #backlogSince: number[] = [];
   #backlogBytesTotal = 0;
   #backlogHead = 0;
+  /** When the envelope takeDeferred() returned last was parked: assign() it with this. */
+  takenSince = 0;
 
   readonly maxBacklog: number;
   /** Unacknowledged frame bytes past which nothing more goes out (backpressure), and the budget of the backlog. */
@@ -332,11 +340,12 @@ export class SendWindow {
     return this.#nextSeq;
   }
 
-  /** Records an envelope as sent in a frame of `bytes` and returns its seq. */
-  assign(env: Envelope, bytes: number): number {
+  /** Records an envelope handed over at `since` as sent in a frame of `bytes` and returns its seq. */
+  assign(env: Envelope, bytes: number, since: number): number {
     const seq = this.#nextSeq++;
     this.#unacked.push(env);
     this.#unackedBytes.push(bytes);
+    this.#unackedSince.push(since);
     this.#inFlightBytes += bytes;
     return seq;
   }
@@ -346,7 +355,7 @@ export class SendWindow {
    * goes out (an answer parked for credit holds back the ack of its request). Throws code 6
    * when `maxBacklog` envelopes already wait.
    */
-  defer(env: Envelope, settles?: number): void {
+  defer(env: Envelope, settles?: number, since = Date.now()): void {
     if (this.backlogged >= this.maxBacklog) {
       throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full: the peer is not acknowledging", {
         resource: "send_backlog",
@@ -364,6 +373,7 @@ export class SendWindow {
     const bytes = approximateBytes(env.payload) + 200;
     this.#backlog.push(env);
     this.#backlogBytes.push(bytes);
+    this.#backlogSince.push(since);
     this.#backlogBytesTotal += bytes;
     if (settles !== undefined) this.#settles.set(env, settles);
   }
@@ -376,15 +386,17 @@ export class SendWindow {
     return seq;
   }
 
-  /** Next parked envelope when there is credit for it, else undefined. */
+  /** Next parked envelope when there is credit for it (when it was parked: `takenSince`), else undefined. */
   takeDeferred(): Envelope | undefined {
     if (this.#backlogHead >= this.#backlog.length || !this.hasCredit) return undefined;
     const env = this.#backlog[this.#backlogHead]!;
     this.#backlogBytesTotal -= this.#backlogBytes[this.#backlogHead]!;
+    this.takenSince = this.#backlogSince[this.#backlogHead]!;
     this.#backlog[this.#backlogHead++] = undefined as unknown as Envelope;
     if (this.#backlogHead === this.#backlog.length) {
       this.#backlog = [];
       this.#backlogBytes = [];
+      this.#backlogSince = [];
       this.#backlogHead = 0;
     }
     return env;
@@ -404,18 +416,35 @@ export class SendWindow {
     if (this.#head === this.#unacked.length) {
       this.#unacked = [];
       this.#unackedBytes = [];
+      this.#unackedSince = [];
       this.#head = 0;
     } else if (this.#head > 4096 && this.#head * 2 > this.#unacked.length) {
       this.#unacked = this.#unacked.slice(this.#head);
       this.#unackedBytes = this.#unackedBytes.slice(this.#head);
+      this.#unackedSince = this.#unackedSince.slice(this.#head);
       this.#head = 0;
     }
     return count;
   }
 
-  /** Everything not acknowledged: sent first, then the backlog; for redelivery on another connection. */
-  pending(): Envelope[] {
-    return [...this.#unacked.slice(this.#head), ...this.#backlog.slice(this.#backlogHead)];
+  /**
+   * Everything not acknowledged: sent first, then the backlog; for redelivery on another
+   * connection. Each envelope's ttl is reduced by the time it waited here (docs/protocol.md §3,
+   * TTL arithmetic), so the next holder counts on from what is left.
+   */
+  pending(now = Date.now()): Envelope[] {
+    const taken: Envelope[] = [];
+    const take = (envelopes: Envelope[], since: number[], from: number): void => {
+      for (let i = from; i < envelopes.length; i++) {
+        const env = envelopes[i]!;
+        env.ttl = remainingTtl(env, since[i]!, now);
+        since[i] = now; // asked twice, the wait is not counted twice
+        taken.push(env);
+      }
+    };
+    take(this.#unacked, this.#unackedSince, this.#head);
+    take(this.#backlog, this.#backlogSince, this.#backlogHead);
+    return taken;
   }
 }
 

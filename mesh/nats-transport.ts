@@ -9,7 +9,7 @@
  */
 import { connect, headers, type NatsConnection, type Subscription, type TlsOptions } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
-import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType } from "./envelope.ts";
+import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType, remainingTtl } from "./envelope.ts";
 import { ANSWERS, DEAD_LETTER_HEADER, Inbox, type InboxLink } from "./nats-inbox.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { checkPayload, createPlainCodec } from "./frames.ts";
@@ -317,7 +317,8 @@ class NatsTransport implements NatsMeshTransport {
 }
 
 /** `core`: published on core NATS, not stored (a cancel of what went to a capability queue). */
-type Outgoing = { env: Envelope; bytes: Uint8Array; subject: string; settles: number | undefined; core?: boolean };
+/** An envelope on its way to the broker; `since`: when it was handed over (its ttl counts down from then). */
+type Outgoing = { env: Envelope; bytes: Uint8Array; subject: string; settles: number | undefined; since: number; core?: boolean };
 
 /**
  * A link over the broker. Inbound (a listener's): every message for the member, sent on to each
@@ -384,7 +385,7 @@ class NatsLink implements MeshLink, InboxLink {
     if (used > limit) throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `message of ${used} bytes is over the NATS server's max_payload of ${limit}`, { resource: "max_payload", used, limit });
     if (this.backlogged >= MAX_BACKLOG) throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "send backlog full", { resource: "send_backlog", used: this.backlogged, limit: MAX_BACKLOG });
     if (this.#to !== undefined && env.message_type === MessageType.REQUEST) this.#home.expect(env, this);
-    const out: Outgoing = { env, bytes, subject: to !== undefined ? this.#transport.subjectOf(to) : this.#to!, settles };
+    const out: Outgoing = { env, bytes, subject: to !== undefined ? this.#transport.subjectOf(to) : this.#to!, settles, since: Date.now() };
     // Routed by capability (no target_agent): to the capability's shared queue, whatever instance the router picked.
     if (to === undefined && env.target_agent === undefined && env.capability !== undefined) {
       const cancel = env.message_type === MessageType.CANCEL;
@@ -409,9 +410,14 @@ class NatsLink implements MeshLink, InboxLink {
     return this.#inFlight.size + this.backlogged === 0;
   }
 
-  /** Sent and not stored by the broker (no PubAck), oldest first: what the owner resends. */
+  /** Sent and not stored by the broker (no PubAck), oldest first, each ttl reduced by the time it waited here: what the owner resends. */
   unacknowledged(): Envelope[] {
-    return [...this.#inFlight.keys(), ...this.#backlog.slice(this.#head).map((out) => out.env)];
+    const now = Date.now();
+    return [...this.#inFlight.values(), ...this.#backlog.slice(this.#head)].map((out) => {
+      out.env.ttl = remainingTtl(out.env, out.since, now);
+      out.since = now; // asked twice, the wait is not counted twice
+      return out.env;
+    });
   }
 
   /** A clean close cancels the unanswered requests (as a closed socket aborts its handlers) and gives what is in flight a second. */

@@ -67,7 +67,7 @@ export interface MeshLink {
   readonly hasRoom: boolean;
   /** Resolves at once while there is room, else once the peer has taken enough. */
   whenRoom(): Promise<void>;
-  /** What was sent and not acknowledged, for redelivery after the link broke. */
+  /** What was sent and not acknowledged, for redelivery after the link broke: oldest first, each ttl reduced by the time it waited here. */
   unacknowledged(): Envelope[];
   close(): Promise<void>;
 }

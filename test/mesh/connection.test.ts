@@ -66,6 +66,28 @@ describe("credit window", () => {
     await waitFor(() => received === 2, "the first window");
     expect(p.client.unacknowledged().map((e) => e.payload.i)).toEqual([0, 1, 2, 3, 4]);
   });
+
+  test("they come back with the time they waited taken off their ttl, once, and nothing of the sender's on them", async () => {
+    await using p = await pair({ window: 2 });
+    let received = 0;
+    p.server.onEnvelope = () => received++;
+    const sent = [0, 1, 2, 3].map((i) => createEvent("client", { target_agent: "server" }, { i }, { ttl: 10_000 }));
+    const before = Date.now();
+    for (const env of sent) p.client.send(env);
+    const sentAt = Date.now();
+    await waitFor(() => received === 2 && Date.now() - sentAt >= 40, "the first window, 40 ms on");
+    // Both the sent ones and the parked ones; keys are the envelope's own (and the seq of the sent ones).
+    for (const env of sent) expect(Object.getOwnPropertySymbols(env)).toEqual([]);
+    const waited = Date.now() - before;
+    const first = p.client.unacknowledged().map((e) => e.ttl);
+    for (const ttl of first) {
+      expect(ttl).toBeLessThanOrEqual(10_000 - 40);
+      expect(ttl).toBeGreaterThanOrEqual(10_000 - waited - 5);
+    }
+    // Asked again at once: the wait is not counted a second time.
+    const second = p.client.unacknowledged().map((e) => e.ttl);
+    for (const [i, ttl] of second.entries()) expect(first[i]! - ttl).toBeLessThan(10);
+  });
 });
 
 describe("liveness", () => {

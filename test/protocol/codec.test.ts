@@ -161,7 +161,8 @@ describe("negotiateCodec", () => {
 });
 
 describe("what a sender keeps on an envelope stays off the wire", () => {
-  // A link notes when it took an envelope under symbol keys (mesh/peer-link.ts): never encoded.
+  // A handler may mark an object it sends with symbols: never encoded. (The mesh keeps nothing of
+  // its own on an envelope: test/mesh/connection.test.ts.)
   for (const make of [createPlainCodec, createRecordsCodec]) {
     test(`${make().name}: symbol-keyed properties are not encoded`, () => {
       const marked = { ...envelope, [Symbol("held-since")]: 123, [Symbol("held-ttl")]: 456 };
