@@ -70,6 +70,13 @@ export class DedupeCache implements DedupeStore {
   #key = new Int32Array(KEY_WORDS);
   #keyOf: string | undefined;
   #keyIsUlid = false;
+  /**
+   * The slot of that id (-1: not remembered), while known: a message is looked up, begun and
+   * completed in a row, and each probe of the index is a likely cache miss in a table of
+   * 100,000 ids. Forgotten whenever a slot is emptied or renumbered.
+   */
+  #slotOfKey = -1;
+  #slotKnown = false;
 
   constructor(options: { capacity?: number; maxAgeMs?: number; answerBudgetBytes?: number } = {}) {
     this.capacity = options.capacity ?? 100_000;
@@ -132,26 +139,36 @@ export class DedupeCache implements DedupeStore {
     if (id !== this.#keyOf) {
       this.#keyIsUlid = readUlid(id, this.#key);
       this.#keyOf = id;
+      this.#slotKnown = false;
     }
     return this.#keyIsUlid;
   }
 
   /** The slot remembering `id`, or -1. */
   #find(id: string): number {
-    if (this.#read(id)) return this.#slots.find(this.#key);
-    return this.#named.get(id) ?? -1;
+    const ulid = this.#read(id);
+    if (this.#slotKnown) return this.#slotOfKey;
+    this.#slotOfKey = ulid ? this.#slots.find(this.#key) : (this.#named.get(id) ?? -1);
+    this.#slotKnown = true;
+    return this.#slotOfKey;
   }
 
   #add(id: string, state: number, at: number): number {
     if (this.#slots.full) this.#reshape();
-    if (this.#read(id)) return this.#slots.add(this.#key, state, at, true);
-    const slot = this.#slots.add(this.#key, state, at, false);
-    this.#named.set(id, slot);
-    this.#nameOf.set(slot, id);
+    let slot: number;
+    if (this.#read(id)) slot = this.#slots.add(this.#key, state, at, true);
+    else {
+      slot = this.#slots.add(this.#key, state, at, false);
+      this.#named.set(id, slot);
+      this.#nameOf.set(slot, id);
+    }
+    this.#slotOfKey = slot;
+    this.#slotKnown = true;
     return slot;
   }
 
   #remove(slot: number): void {
+    if (slot === this.#slotOfKey) this.#slotKnown = false;
     // Most receivers keep no answers (events) and see only ULIDs: three empty Maps not asked.
     if (this.#answers.size > 0) this.#dropAnswer(slot);
     if (this.#summaries.size > 0) this.#summaries.delete(slot);
@@ -182,6 +199,7 @@ export class DedupeCache implements DedupeStore {
     const size = old.live * 2 < old.size ? old.size : old.size * 2;
     const { slots, moved } = old.copyLive(size);
     this.#slots = slots;
+    this.#slotKnown = false;
     const renumber = <T>(map: Map<number, T>): Map<number, T> => {
       const next = new Map<number, T>();
       for (const [slot, value] of map) next.set(moved[slot]!, value);
@@ -350,7 +368,8 @@ class SeenSlots {
       next.state[to] = this.state[slot]!;
       next.at[to] = this.at[slot]!;
       next.answerBytes[to] = this.answerBytes[slot]!;
-      next.keys.set(this.keys.subarray(slot * KEY_WORDS, (slot + 1) * KEY_WORDS), to * KEY_WORDS);
+      // Word by word: a subarray per slot made growing the ring a visible share of a profile.
+      for (let w = 0; w < KEY_WORDS; w++) next.keys[to * KEY_WORDS + w] = this.keys[slot * KEY_WORDS + w]!;
       if (this.hash[slot] === -1) next.hash[to] = -1;
       else next.#insert(to, this.hash[slot]!);
       moved[slot] = to;
