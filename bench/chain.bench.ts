@@ -16,7 +16,7 @@ import { rawRing } from "./adapters/raw-ring.ts";
 import type { RingPeer, RingSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram } from "./lib/histogram.ts";
-import { allowedCpus, availablePlacements, pinPid, type Placement } from "./lib/placement.ts";
+import { allowedCpus, availablePlacements, measuredPlacements, pinPid, type Placement } from "./lib/placement.ts";
 import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
@@ -77,7 +77,9 @@ function place(session: RingSession, placement: Placement): void {
 }
 
 export async function runChain(options: ScenarioOptions): Promise<ScenarioResult> {
-  const { placements, note } = availablePlacements();
+  const available = availablePlacements();
+  const placements = measuredPlacements(options.quick, available.placements);
+  const note = available.note;
   const notes = note ? [`chain: ${note}`] : [];
   const hopCounts = options.quick ? HOPS.quick : HOPS.full;
   using dir = tempDir();

@@ -100,7 +100,8 @@ export async function runDeno(options: ScenarioOptions): Promise<ScenarioResult>
     }
 
     // Idle RSS and kill -9 → answer, one mesh with an echo actor on each runtime.
-    for (const standby of ["0", "1"]) {
+    // --quick leaves out the second mesh (a Bun actor handed to the standby host: a note only).
+    for (const standby of options.quick ? ["0"] : ["0", "1"]) {
       const saved = process.env.HERMES_ACTOR_STANDBY;
       process.env.HERMES_ACTOR_STANDBY = standby;
       try {

@@ -22,7 +22,7 @@ import type { FanoutPeer, FanoutSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram, median } from "./lib/histogram.ts";
 import { monoPrecise } from "./lib/mono-clock.ts";
-import { allowedCpus, availablePlacements, CROSS_CORE, pinPid, type Placement } from "./lib/placement.ts";
+import { allowedCpus, availablePlacements, measuredPlacements, pinPid, type Placement } from "./lib/placement.ts";
 import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
@@ -80,7 +80,7 @@ function place(session: FanoutSession, placement: Placement): void {
 
 export async function runFanout(options: ScenarioOptions): Promise<ScenarioResult> {
   const available = availablePlacements();
-  const placements = options.quick && available.placements.includes(CROSS_CORE) ? [CROSS_CORE] : available.placements;
+  const placements = measuredPlacements(options.quick, available.placements);
   const notes = available.note ? [`fanout: ${available.note}`] : [];
   if (!monoPrecise()) notes.push("fanout: libc's clock_gettime could not be loaded: arrival times use the wall clock (microsecond agreement between processes)");
   using dir = tempDir();

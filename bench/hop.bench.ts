@@ -19,7 +19,7 @@ import type { SampledRoundTripPeer, SampledRoundTripSession } from "./adapters/t
 import { latencyChart } from "./lib/chart-data.ts";
 import { LatencyHistogram, PERCENTILES, type LatencySummary } from "./lib/histogram.ts";
 import { PAYLOAD_SIZES, sizeLabel } from "./lib/payload.ts";
-import { availablePlacements, type Placement } from "./lib/placement.ts";
+import { availablePlacements, measuredPlacements, type Placement } from "./lib/placement.ts";
 import { progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
@@ -67,8 +67,9 @@ export async function measureHops(session: SampledRoundTripSession, ms: number, 
 }
 
 export async function runHop(options: ScenarioOptions): Promise<ScenarioResult> {
-  const { placements, note } = availablePlacements();
-  const notes = note ? [`hop: ${note}`] : [];
+  const available = availablePlacements();
+  const placements = measuredPlacements(options.quick, available.placements);
+  const notes = available.note ? [`hop: ${available.note}`] : [];
   using dir = tempDir();
   const sessions: Session[] = [];
   const runs: Run[] = [];

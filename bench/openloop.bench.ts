@@ -23,7 +23,7 @@ import type { OpenLoopPeer, OpenLoopSession } from "./adapters/types.ts";
 import type { Chart } from "./lib/chart-data.ts";
 import { LatencyHistogram, median } from "./lib/histogram.ts";
 import type { OpenLoopResult } from "./lib/open-loop.ts";
-import { availablePlacements, CROSS_CORE, type Placement } from "./lib/placement.ts";
+import { availablePlacements, measuredPlacements, type Placement } from "./lib/placement.ts";
 import { formatValue, progress, progressDone, type Figure } from "./lib/report.ts";
 import { disposeQuietly, rotated, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
@@ -65,7 +65,7 @@ function absorb(run: Run, r: OpenLoopResult): void {
 
 export async function runOpenloop(options: ScenarioOptions): Promise<ScenarioResult> {
   const available = availablePlacements();
-  const placements = options.quick && available.placements.includes(CROSS_CORE) ? [CROSS_CORE] : available.placements;
+  const placements = measuredPlacements(options.quick, available.placements);
   const notes = available.note ? [`openloop: ${available.note}`] : [];
   using dir = tempDir();
   const results: Array<{ placement: Placement; runs: Run[]; closed: Map<OpenLoopPeer, number> }> = [];

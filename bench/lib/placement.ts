@@ -42,6 +42,18 @@ export function availablePlacements(): { placements: Placement[]; note?: string 
   return { placements: [SAME_CORE, CROSS_CORE] };
 }
 
+/**
+ * The placements a scenario measures: `all` (default availablePlacements()'s), or with --quick
+ * cross core alone where it is among them (a quick run is a smoke run; start-ups and warm-ups
+ * per placement were most of its time).
+ *
+ * @example
+ * const placements = measuredPlacements(options.quick); // [CROSS_CORE] when quick on 2 cores
+ */
+export function measuredPlacements(quick: boolean, all: Placement[] = availablePlacements().placements): Placement[] {
+  return quick && all.includes(CROSS_CORE) ? [CROSS_CORE] : all;
+}
+
 /** The command prefix that runs a child on its placement's cpu (empty when unpinned). */
 export function pinPrefix(placement: Placement): string[] {
   const path = taskset();

@@ -28,7 +28,7 @@ import { LatencyHistogram } from "../../bench/lib/histogram.ts";
 import { monoNow, monoPrecise } from "../../bench/lib/mono-clock.ts";
 import { runOpenLoop, schedule, type LoopClock } from "../../bench/lib/open-loop.ts";
 import { PAYLOAD_SIZES, payloadOf, rawOf, sizeLabel } from "../../bench/lib/payload.ts";
-import { BOTH_CORES, CROSS_CORE, SAME_CORE, UNPINNED } from "../../bench/lib/placement.ts";
+import { BOTH_CORES, CROSS_CORE, measuredPlacements, SAME_CORE, UNPINNED } from "../../bench/lib/placement.ts";
 import type { Figure } from "../../bench/lib/report.ts";
 import { tempDir } from "../../bench/lib/scenario.ts";
 import { escapeXml, svgPage } from "../../bench/lib/svg-chart.ts";
@@ -152,6 +152,13 @@ describe("fanin", () => {
     expect([0, 1].map((i) => faninCpus(SAME_CORE, i))).toEqual(["0", "0"]);
     expect(faninCpus(BOTH_CORES, 3, 2)).toBe("0-1");
     expect(faninCpus(UNPINNED, 0)).toBeUndefined();
+  });
+
+  test("--quick measures cross core alone where there is one; the full run every placement", () => {
+    expect(measuredPlacements(true, [SAME_CORE, CROSS_CORE])).toEqual([CROSS_CORE]);
+    expect(measuredPlacements(false, [SAME_CORE, CROSS_CORE, BOTH_CORES])).toEqual([SAME_CORE, CROSS_CORE, BOTH_CORES]);
+    expect(measuredPlacements(true, [SAME_CORE])).toEqual([SAME_CORE]);
+    expect(measuredPlacements(true, [UNPINNED])).toEqual([UNPINNED]);
   });
 });
 
