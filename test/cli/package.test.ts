@@ -74,7 +74,8 @@ describe("the packed package", () => {
     expect(bench.err).not.toContain("FAILED");
     expect(bench.code).toBe(0);
     expect(bench.out).toMatch(/^pingpong +hermes request p50 +same core .+ raw socket p50 /m);
-    expect(bench.out).toMatch(/^hop +actor hop p50 +same core .+ raw socket p50 /m);
+    // A quick hop measures cross core only (bench/lib/placement.ts, measuredPlacements).
+    expect(bench.out).toMatch(/^hop +actor hop p50 +cross core .+ raw socket p50 /m);
     expect(bench.out).toContain("pingpong: peer NATS request skipped: the nats package is not installed (npm install nats@");
     expect(bench.out).toContain(`pingpong: peer Redis streams request skipped: HERMES_REDIS_SERVER=${join(dir.path, "no-redis-server")} is not an executable file`);
     expect(bench.out).toContain(`commit hermes-mesh@${VERSION} (installed package)`);
