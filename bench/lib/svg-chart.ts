@@ -157,7 +157,8 @@ export function panelHeight(chart: Chart): number {
 
 function barPanel(chart: Extract<Chart, { kind: "bars" }>): string {
   const bars = chart.bars.filter((b) => b.value > 0);
-  const labelW = 230;
+  // As wide as the longest label needs (about 6.2 px a character at 11 px), within bounds.
+  const labelW = Math.round(Math.min(360, Math.max(140, 16 + 6.2 * Math.max(0, ...bars.map((b) => b.label.length)))));
   const left = labelW;
   const right = WIDTH - 80;
   const values = bars.map((b) => b.value);

@@ -329,10 +329,20 @@ describe("charts", () => {
     expect(svg).toStartWith("<?xml");
     expect(svg.match(/<g transform=/g)).toHaveLength(3);
     expect(svg.match(/<polyline /g)).toHaveLength(4);
-    expect(svg.match(/<rect x="230"/g)).toHaveLength(2); // two bars
+    expect(svg.match(/<rect x="140"/g)).toHaveLength(2); // two bars, after the narrowest label column
     expect(svg).toContain("hop &lt;same core&gt; &amp; more");
     for (const label of ["actor hop", "raw socket", "actor ring p50", "raw ring p50", "hermes window 4096"]) expect(svg).toContain(`>${label}</text>`);
     expect(escapeXml(`a<b>&"c"`)).toBe("a&lt;b&gt;&amp;&quot;c&quot;");
+  });
+
+  test("a bar chart's label column is as wide as its longest label needs", () => {
+    const long = "actor to actor requests, 1000 outstanding msg/s";
+    const svg = svgPage("t", [{ kind: "bars", title: "stream", unit: "msg/s", bars: [{ label: long, value: 30_000 }, { label: "raw", value: 9e6, baseline: true }] }]);
+    // Every rect but the page's background is a bar, and each starts where the labels end.
+    const [barX, ...rest] = [...svg.matchAll(/<rect x="(\d+)"/g)].map((m) => Number(m[1])).filter((x) => x > 0);
+    expect(rest).toEqual([barX!]);
+    expect(barX).toBeGreaterThanOrEqual(6 * long.length);
+    expect(barX).toBeLessThanOrEqual(360);
   });
 
   test("resvg, when installed, renders the page as a PNG", async () => {
