@@ -147,7 +147,6 @@ export class PeerLink {
     return this.connection;
   }
 
-  /** Closes the connection; what is still queued is returned to the caller. */
   /**
    * True while a producer may go on sending: the connection has room, or, while the
    * destination is being dialled, fewer than ROOM_WHILE_AWAY envelopes wait for it.
@@ -167,13 +166,19 @@ export class PeerLink {
     }
   }
 
+  /** Closes the link; what it still held (sent and not acknowledged, then queued) is returned to the caller, oldest first. */
   async close(): Promise<Envelope[]> {
     this.#closed = true;
     this.#wakeOpened();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    const left = this.#queue.map((waiting) => this.#withWaitTaken(waiting, Date.now()));
+    // Let go of the connection first: its #onBroken must not move what it held into a closed
+    // link's queue, where nothing would ever return or dead-letter it.
+    const connection = this.#connection;
+    this.#connection = undefined;
+    await connection?.close();
+    const now = Date.now();
+    const left = [...(connection?.unacknowledged() ?? []), ...this.#queue.map((waiting) => this.#withWaitTaken(waiting, now))];
     this.#queue = [];
-    await this.#connection?.close();
     return left;
   }
 
@@ -208,7 +213,8 @@ export class PeerLink {
       if (this.#lastError.code === ErrorCode.AUTH_FAILED) {
         const refused = this.#queue;
         this.#queue = [];
-        for (const { env } of refused) this.#options.onDeadLetter(env, this.#lastError);
+        const now = Date.now();
+        for (const waiting of refused) this.#options.onDeadLetter(this.#withWaitTaken(waiting, now), this.#lastError);
       } else {
         this.#scheduleRetry();
       }

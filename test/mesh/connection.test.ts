@@ -3,7 +3,8 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Connection, ConnectionStatus } from "../../mesh/connection.ts";
 import { AckTracker } from "../../mesh/flow-control.ts";
-import { dial, listen } from "../../mesh/socket-transport.ts";
+import { dial, listen, socketTransport } from "../../mesh/socket-transport.ts";
+import { PeerLink } from "../../mesh/peer-link.ts";
 import { createEvent } from "../../mesh/envelope.ts";
 import { tempDir, waitFor } from "../helpers.ts";
 
@@ -69,24 +70,50 @@ describe("credit window", () => {
 
   test("they come back with the time they waited taken off their ttl, once, and nothing of the sender's on them", async () => {
     await using p = await pair({ window: 2 });
-    let received = 0;
-    p.server.onEnvelope = () => received++;
+    const received: number[] = [];
+    p.server.onEnvelope = (env, seq) => received.push(seq); // settled by hand below
     const sent = [0, 1, 2, 3].map((i) => createEvent("client", { target_agent: "server" }, { i }, { ttl: 10_000 }));
     const before = Date.now();
     for (const env of sent) p.client.send(env);
     const sentAt = Date.now();
-    await waitFor(() => received === 2 && Date.now() - sentAt >= 40, "the first window, 40 ms on");
-    // Both the sent ones and the parked ones; keys are the envelope's own (and the seq of the sent ones).
+    await waitFor(() => received.length === 2 && Date.now() - sentAt >= 40, "the first window, 40 ms on");
+    // Credit for one: the first parked envelope goes out, still counting from when it was parked.
+    p.server.settle(received[0]!);
+    await waitFor(() => received.length === 3, "the first parked envelope, released");
     for (const env of sent) expect(Object.getOwnPropertySymbols(env)).toEqual([]);
-    const waited = Date.now() - before;
-    const first = p.client.unacknowledged().map((e) => e.ttl);
-    for (const ttl of first) {
-      expect(ttl).toBeLessThanOrEqual(10_000 - 40);
-      expect(ttl).toBeGreaterThanOrEqual(10_000 - waited - 5);
+    const asked = Date.now();
+    const first = p.client.unacknowledged().map((e) => [e.payload.i, e.ttl] as const);
+    const after = Date.now();
+    expect(first.map(([i]) => i)).toEqual([1, 2, 3]);
+    for (const [, ttl] of first) {
+      expect(ttl).toBeLessThanOrEqual(10_000 - 40); // each waited at least since sentAt
+      expect(ttl).toBeGreaterThanOrEqual(10_000 - (after - before));
     }
-    // Asked again at once: the wait is not counted a second time.
+    // Asked again: only the time between the two calls is taken off, not the wait again.
     const second = p.client.unacknowledged().map((e) => e.ttl);
-    for (const [i, ttl] of second.entries()) expect(first[i]! - ttl).toBeLessThan(10);
+    const again = Date.now();
+    for (const [k, ttl] of second.entries()) expect(first[k]![1] - ttl).toBeLessThanOrEqual(again - asked);
+  });
+
+  test("a closed link hands back what its connection held unacknowledged, then what was queued", async () => {
+    const dir = tempDir();
+    const path = join(dir.path, "l.sock");
+    const received: number[] = [];
+    const listener = await listen({ path }, { node: "server", onConnection: (c) => (c.onEnvelope = (env, seq) => received.push(seq)) });
+    const link = new PeerLink({
+      address: "server", endpoint: () => path, transport: socketTransport, connection: { node: "client" },
+      onEnvelope: () => {}, onDeadLetter: () => {}, onExpired: () => {}, onUnsendable: () => {},
+    });
+    try {
+      await link.open();
+      for (let i = 0; i < 3; i++) link.send(createEvent("client", { target_agent: "server" }, { i }));
+      await waitFor(() => received.length === 3, "three envelopes at the server, none acknowledged");
+      expect((await link.close()).map((e) => e.payload.i)).toEqual([0, 1, 2]);
+    } finally {
+      await link.close();
+      await listener.close();
+      dir[Symbol.dispose]();
+    }
   });
 });
 
