@@ -272,6 +272,74 @@ export class AckEmitter {
 export const DEFAULT_MAX_UNACKED_BYTES = 16 * 1024 * 1024;
 
 /**
+ * Envelopes in the order they came, each with its frame bytes and when it was handed over: a
+ * ring that doubles when full and starts small again once emptied after a burst, so steady
+ * traffic allocates nothing (arrays pushed at the tail and reset when drained cost the send
+ * path about as much as the rest of its window bookkeeping: bench/steady.ts events).
+ */
+class HeldEnvelopes {
+  #envelopes: Array<Envelope | undefined> = new Array(HELD_INITIAL);
+  #bytes = new Float64Array(HELD_INITIAL);
+  #since = new Float64Array(HELD_INITIAL);
+  #head = 0;
+  length = 0;
+
+  push(env: Envelope, bytes: number, since: number): void {
+    if (this.length === this.#envelopes.length) this.#resize(this.length * 2);
+    const i = (this.#head + this.length) & (this.#envelopes.length - 1);
+    this.#envelopes[i] = env;
+    this.#bytes[i] = bytes;
+    this.#since[i] = since;
+    this.length++;
+  }
+
+  /** Takes the oldest (there must be one). */
+  shift(): Envelope {
+    const env = this.#envelopes[this.#head]!;
+    this.#envelopes[this.#head] = undefined;
+    this.#head = (this.#head + 1) & (this.#envelopes.length - 1);
+    this.length--;
+    if (this.length === 0 && this.#envelopes.length > HELD_KEPT) this.#resize(HELD_INITIAL);
+    return env;
+  }
+
+  /** The k-th oldest, and its bytes and time. */
+  at(k: number): Envelope {
+    return this.#envelopes[this.#slot(k)]!;
+  }
+  bytesAt(k: number): number {
+    return this.#bytes[this.#slot(k)]!;
+  }
+  sinceAt(k: number): number {
+    return this.#since[this.#slot(k)]!;
+  }
+  setSinceAt(k: number, since: number): void {
+    this.#since[this.#slot(k)] = since;
+  }
+
+  #slot(k: number): number {
+    return (this.#head + k) & (this.#envelopes.length - 1);
+  }
+
+  #resize(size: number): void {
+    const envelopes = new Array<Envelope | undefined>(size);
+    const bytes = new Float64Array(size);
+    const since = new Float64Array(size);
+    for (let k = 0; k < this.length; k++) {
+      const i = this.#slot(k);
+      envelopes[k] = this.#envelopes[i];
+      bytes[k] = this.#bytes[i]!;
+      since[k] = this.#since[i]!;
+    }
+    [this.#envelopes, this.#bytes, this.#since, this.#head] = [envelopes, bytes, since, 0];
+  }
+}
+
+/** Slots a ring starts with (a power of two), and the most it keeps once emptied. */
+const HELD_INITIAL = 64;
+const HELD_KEPT = 8192;
+
+/**
  * Sender side of credit flow control and redelivery bookkeeping: envelopes sent but not yet
  * acknowledged, in seq order, plus a backlog of envelopes waiting for credit. Never more than
  * `window` envelopes are unacknowledged. Each is kept with the time it was handed over, so
@@ -281,21 +349,13 @@ export const DEFAULT_MAX_UNACKED_BYTES = 16 * 1024 * 1024;
  */
 export class SendWindow {
   window: number;
-  #unacked: Envelope[] = [];
-  /** Frame bytes of each unacknowledged envelope, in step with #unacked. */
-  #unackedBytes: number[] = [];
-  /** When each unacknowledged envelope was handed over (ms since epoch), in step with #unacked. */
-  #unackedSince: number[] = [];
+  #unacked = new HeldEnvelopes();
   #inFlightBytes = 0;
-  #head = 0;
-  /** Seq of #unacked[#head]. */
+  /** Seq of the oldest unacknowledged envelope. */
   #firstSeq = 1;
   #nextSeq = 1;
-  #backlog: Envelope[] = [];
-  #backlogBytes: number[] = [];
-  #backlogSince: number[] = [];
+  #backlog = new HeldEnvelopes();
   #backlogBytesTotal = 0;
-  #backlogHead = 0;
   /** When the envelope takeDeferred() returned last was parked: assign() it with this. */
   takenSince = 0;
 
@@ -322,12 +382,12 @@ export class SendWindow {
 
   /** Envelopes sent and not yet acknowledged. */
   get inFlight(): number {
-    return this.#unacked.length - this.#head;
+    return this.#unacked.length;
   }
 
   /** Envelopes waiting for credit. */
   get backlogged(): number {
-    return this.#backlog.length - this.#backlogHead;
+    return this.#backlog.length;
   }
 
   /** True when one more envelope may go on the wire now: within the peer's window and the byte budget. */
@@ -343,9 +403,7 @@ export class SendWindow {
   /** Records an envelope handed over at `since` as sent in a frame of `bytes` and returns its seq. */
   assign(env: Envelope, bytes: number, since: number): number {
     const seq = this.#nextSeq++;
-    this.#unacked.push(env);
-    this.#unackedBytes.push(bytes);
-    this.#unackedSince.push(since);
+    this.#unacked.push(env, bytes, since);
     this.#inFlightBytes += bytes;
     return seq;
   }
@@ -371,9 +429,7 @@ export class SendWindow {
       });
     }
     const bytes = approximateBytes(env.payload) + 200;
-    this.#backlog.push(env);
-    this.#backlogBytes.push(bytes);
-    this.#backlogSince.push(since);
+    this.#backlog.push(env, bytes, since);
     this.#backlogBytesTotal += bytes;
     if (settles !== undefined) this.#settles.set(env, settles);
   }
@@ -388,18 +444,10 @@ export class SendWindow {
 
   /** Next parked envelope when there is credit for it (when it was parked: `takenSince`), else undefined. */
   takeDeferred(): Envelope | undefined {
-    if (this.#backlogHead >= this.#backlog.length || !this.hasCredit) return undefined;
-    const env = this.#backlog[this.#backlogHead]!;
-    this.#backlogBytesTotal -= this.#backlogBytes[this.#backlogHead]!;
-    this.takenSince = this.#backlogSince[this.#backlogHead]!;
-    this.#backlog[this.#backlogHead++] = undefined as unknown as Envelope;
-    if (this.#backlogHead === this.#backlog.length) {
-      this.#backlog = [];
-      this.#backlogBytes = [];
-      this.#backlogSince = [];
-      this.#backlogHead = 0;
-    }
-    return env;
+    if (this.#backlog.length === 0 || !this.hasCredit) return undefined;
+    this.#backlogBytesTotal -= this.#backlog.bytesAt(0);
+    this.takenSince = this.#backlog.sinceAt(0);
+    return this.#backlog.shift();
   }
 
   /** Applies a cumulative ack; returns how many envelopes it released. Acks for unsent seqs are ignored. */
@@ -407,23 +455,12 @@ export class SendWindow {
     const upTo = Math.min(seq, this.#nextSeq - 1);
     const count = upTo - this.#firstSeq + 1;
     if (count <= 0) return 0;
-    for (let i = this.#head; i < this.#head + count; i++) {
-      this.#inFlightBytes -= this.#unackedBytes[i]!;
-      released?.(this.#unacked[i]!);
+    for (let i = 0; i < count; i++) {
+      this.#inFlightBytes -= this.#unacked.bytesAt(0);
+      const env = this.#unacked.shift();
+      released?.(env);
     }
-    this.#head += count;
     this.#firstSeq += count;
-    if (this.#head === this.#unacked.length) {
-      this.#unacked = [];
-      this.#unackedBytes = [];
-      this.#unackedSince = [];
-      this.#head = 0;
-    } else if (this.#head > 4096 && this.#head * 2 > this.#unacked.length) {
-      this.#unacked = this.#unacked.slice(this.#head);
-      this.#unackedBytes = this.#unackedBytes.slice(this.#head);
-      this.#unackedSince = this.#unackedSince.slice(this.#head);
-      this.#head = 0;
-    }
     return count;
   }
 
@@ -434,16 +471,14 @@ export class SendWindow {
    */
   pending(now = Date.now()): Envelope[] {
     const taken: Envelope[] = [];
-    const take = (envelopes: Envelope[], since: number[], from: number): void => {
-      for (let i = from; i < envelopes.length; i++) {
-        const env = envelopes[i]!;
-        env.ttl = remainingTtl(env, since[i]!, now);
-        since[i] = now; // asked twice, the wait is not counted twice
+    for (const held of [this.#unacked, this.#backlog]) {
+      for (let k = 0; k < held.length; k++) {
+        const env = held.at(k);
+        env.ttl = remainingTtl(env, held.sinceAt(k), now);
+        held.setSinceAt(k, now); // asked twice, the wait is not counted twice
         taken.push(env);
       }
-    };
-    take(this.#unacked, this.#unackedSince, this.#head);
-    take(this.#backlog, this.#backlogSince, this.#backlogHead);
+    }
     return taken;
   }
 }

@@ -1,10 +1,12 @@
 /**
  * The write queue coalesces the frames of one tick into one write: also those of a producer that
  * awaits each send (a frame every microtask turn or two), which without the wait would be a
- * write per frame. Acks ride on those writes, or go alone once per turn.
+ * write per frame. Acks ride on those writes, or go alone once per turn. The send window keeps
+ * what is in flight and parked in order.
  */
 import { describe, expect, test } from "bun:test";
-import { AckEmitter, WriteQueue } from "../../mesh/flow-control.ts";
+import { AckEmitter, SendWindow, WriteQueue } from "../../mesh/flow-control.ts";
+import { createEvent, type Envelope } from "../../mesh/envelope.ts";
 
 /** A socket that takes everything and counts its writes. */
 function countingSocket() {
@@ -106,5 +108,88 @@ describe("AckEmitter", () => {
     await nextTurn();
     await nextTurn();
     expect(acks).toEqual([3]);
+  });
+});
+
+describe("SendWindow", () => {
+  // Random sends, parks, releases and acks against a plain model: order, counts, bytes and
+  // each envelope's wait survive the rings' growth, wrap-around and shrinking.
+  test("what it holds agrees with a plain queue through growth, wrap-around and shrinking", () => {
+    let state = 0x9e3779b9;
+    const next = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+    const window = new SendWindow(200, 100_000);
+    let bursts = 0;
+    const sent: Array<{ env: Envelope; bytes: number; since: number }> = [];
+    const parked: Array<{ env: Envelope; since: number }> = [];
+    let clock = 1_000;
+    for (let op = 0; op < 20_000; op++) {
+      clock += 1;
+      const roll = next();
+      if (roll < 0.45) {
+        for (let k = 1 + Math.floor(next() * 20); k > 0; k--) {
+          const env = createEvent("a", { target_agent: "b" }, { i: op, k }, { ttl: 1_000_000 });
+          if (window.hasCredit && parked.length === 0) {
+            const bytes = 100 + (op % 7);
+            window.assign(env, bytes, clock);
+            sent.push({ env, bytes, since: clock });
+            continue;
+          }
+          // Now and then a burst, past the ring's kept size, so it grows and later shrinks again.
+          const burst = next() < 0.01 && parked.length < 1_000 ? (bursts++, 9_000) : 1;
+          for (let b = 0; b < burst; b++) {
+            const e = b === 0 ? env : createEvent("a", { target_agent: "b" }, { i: op, b }, { ttl: 1_000_000 });
+            window.defer(e, undefined, clock);
+            parked.push({ env: e, since: clock });
+          }
+        }
+      } else if (roll < 0.75) {
+        for (let take = Math.floor(next() * 300); take > 0; take--) {
+          const env = window.takeDeferred();
+          if (env === undefined) {
+            expect(parked.length === 0 || !window.hasCredit).toBe(true);
+            break;
+          }
+          const first = parked.shift()!;
+          expect(env).toBe(first.env);
+          expect(window.takenSince).toBe(first.since);
+          window.assign(env, 50, window.takenSince);
+          sent.push({ env, bytes: 50, since: first.since });
+        }
+      } else {
+        const n = Math.min(sent.length, Math.floor(next() * 80));
+        const released: Envelope[] = [];
+        expect(window.ack(window.nextSeq - sent.length - 1 + n, (e) => released.push(e))).toBe(n);
+        expect(released).toEqual(sent.splice(0, n).map((s) => s.env));
+      }
+      expect(window.inFlight).toBe(sent.length);
+      expect(window.backlogged).toBe(parked.length);
+      expect(window.inFlightBytes).toBe(sent.reduce((sum, s) => sum + s.bytes, 0));
+      if (op % 2_000 === 0 || op === 19_999) {
+        const pending = window.pending(clock + 10);
+        expect(pending).toEqual([...sent, ...parked].map((s) => s.env));
+        for (const [k, held] of [...sent, ...parked].entries()) {
+          expect(pending[k]!.ttl).toBe(1_000_000 - (clock + 10 - held.since));
+          held.env.ttl = 1_000_000; // the model's clock restarts: counted from clock + 10 now
+          held.since = clock + 10;
+        }
+        // The window took its times from then too: asked at the same moment, nothing more is taken off.
+        expect(window.pending(clock + 10).every((e) => e.ttl === 1_000_000)).toBe(true);
+      }
+    }
+    expect(bursts).toBeGreaterThanOrEqual(2); // the seeded run has its bursts
+    // Drained to the last one (the grown rings start small again), then used once more.
+    while (sent.length + parked.length > 0) {
+      window.ack(window.nextSeq - 1);
+      sent.length = 0;
+      for (let env = window.takeDeferred(); env !== undefined; env = window.takeDeferred()) {
+        expect(env).toBe(parked.shift()!.env);
+        window.assign(env, 10, window.takenSince);
+        sent.push({ env, bytes: 10, since: window.takenSince });
+      }
+    }
+    expect([window.inFlight, window.backlogged, window.inFlightBytes]).toEqual([0, 0, 0]);
+    const again = Array.from({ length: 300 }, (_, i) => createEvent("a", { target_agent: "b" }, { again: i }));
+    for (const env of again) window.hasCredit ? window.assign(env, 1, clock) : window.defer(env, undefined, clock);
+    expect(window.pending(clock)).toEqual(again);
   });
 });
