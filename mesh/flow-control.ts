@@ -304,22 +304,11 @@ class HeldEnvelopes {
   }
 
   /** The k-th oldest, and its bytes and time. */
-  at(k: number): Envelope {
-    return this.#envelopes[this.#slot(k)]!;
-  }
-  bytesAt(k: number): number {
-    return this.#bytes[this.#slot(k)]!;
-  }
-  sinceAt(k: number): number {
-    return this.#since[this.#slot(k)]!;
-  }
-  setSinceAt(k: number, since: number): void {
-    this.#since[this.#slot(k)] = since;
-  }
-
-  #slot(k: number): number {
-    return (this.#head + k) & (this.#envelopes.length - 1);
-  }
+  at(k: number): Envelope { return this.#envelopes[this.#slot(k)]!; }
+  bytesAt(k: number): number { return this.#bytes[this.#slot(k)]!; }
+  sinceAt(k: number): number { return this.#since[this.#slot(k)]!; }
+  setSinceAt(k: number, since: number): void { this.#since[this.#slot(k)] = since; }
+  #slot(k: number): number { return (this.#head + k) & (this.#envelopes.length - 1); }
 
   #resize(size: number): void {
     const envelopes = new Array<Envelope | undefined>(size);
