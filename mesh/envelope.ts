@@ -413,6 +413,20 @@ export function remainingTtl(env: Pick<Envelope, "ttl">, receivedAt: number, now
   return env.ttl - Math.max(0, now - receivedAt);
 }
 
+/**
+ * An envelope held since `held.since` with that wait taken off its ttl, counted once: `since`
+ * moves to `now`. For whoever holds envelopes to resend them (a link's queue, a NATS link).
+ *
+ * @example
+ * const held = { env, since: Date.now() };
+ * resend(takeWaitOff(held, Date.now())); // env.ttl reduced by the time it waited
+ */
+export function takeWaitOff(held: { env: Envelope; since: number }, now: number): Envelope {
+  held.env.ttl = remainingTtl(held.env, held.since, now);
+  held.since = now;
+  return held.env;
+}
+
 /** The local deadline (ms since epoch) by which an envelope received at `receivedAt` must be handled. */
 export function ttlDeadline(env: Pick<Envelope, "ttl">, receivedAt: number): number {
   return receivedAt + env.ttl;

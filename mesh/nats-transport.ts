@@ -9,7 +9,7 @@
  */
 import { connect, headers, type NatsConnection, type Subscription, type TlsOptions } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
-import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType, remainingTtl } from "./envelope.ts";
+import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType, takeWaitOff } from "./envelope.ts";
 import { ANSWERS, DEAD_LETTER_HEADER, Inbox, type InboxLink } from "./nats-inbox.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { checkPayload, createPlainCodec } from "./frames.ts";
@@ -413,11 +413,7 @@ class NatsLink implements MeshLink, InboxLink {
   /** Sent and not stored by the broker (no PubAck), oldest first, each ttl reduced by the time it waited here: what the owner resends. */
   unacknowledged(): Envelope[] {
     const now = Date.now();
-    return [...this.#inFlight.values(), ...this.#backlog.slice(this.#head)].map((out) => {
-      out.env.ttl = remainingTtl(out.env, out.since, now);
-      out.since = now; // asked twice, the wait is not counted twice
-      return out.env;
-    });
+    return [...this.#inFlight.values(), ...this.#backlog.slice(this.#head)].map((out) => takeWaitOff(out, now));
   }
 
   /** A clean close cancels the unanswered requests (as a closed socket aborts its handlers) and gives what is in flight a second. */

@@ -1,4 +1,4 @@
-import { remainingTtl, type Envelope } from "./envelope.ts";
+import { remainingTtl, takeWaitOff, type Envelope } from "./envelope.ts";
 import { HermesError, ErrorCode } from "./errors.ts";
 import type { LinkEnvelopeHandler, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 
@@ -177,7 +177,7 @@ export class PeerLink {
     this.#connection = undefined;
     await connection?.close();
     const now = Date.now();
-    const left = [...(connection?.unacknowledged() ?? []), ...this.#queue.map((waiting) => this.#withWaitTaken(waiting, now))];
+    const left = [...(connection?.unacknowledged() ?? []), ...this.#queue.map((waiting) => takeWaitOff(waiting, now))];
     this.#queue = [];
     return left;
   }
@@ -214,7 +214,7 @@ export class PeerLink {
         const refused = this.#queue;
         this.#queue = [];
         const now = Date.now();
-        for (const waiting of refused) this.#options.onDeadLetter(this.#withWaitTaken(waiting, now), this.#lastError);
+        for (const waiting of refused) this.#options.onDeadLetter(takeWaitOff(waiting, now), this.#lastError);
       } else {
         this.#scheduleRetry();
       }
@@ -236,7 +236,7 @@ export class PeerLink {
     this.#queue = [];
     const now = Date.now();
     for (const waiting of queue) {
-      const env = this.#withWaitTaken(waiting, now);
+      const env = takeWaitOff(waiting, now);
       if (env.ttl <= 0) {
         this.#options.onExpired(env);
         continue;
@@ -285,19 +285,12 @@ export class PeerLink {
     }, delay);
   }
 
-  /** The envelope with the time it waited here taken off its ttl (the ttl it is resent with). */
-  #withWaitTaken(waiting: Waiting, now: number): Envelope {
-    waiting.env.ttl = remainingTtl(waiting.env, waiting.since, now);
-    waiting.since = now;
-    return waiting.env;
-  }
-
   #purgeExpired(): void {
     const now = Date.now();
     const alive: Waiting[] = [];
     for (const waiting of this.#queue) {
       // Only the expired ones are rewritten: the others keep counting from when they came.
-      if (remainingTtl(waiting.env, waiting.since, now) <= 0) this.#options.onExpired(this.#withWaitTaken(waiting, now));
+      if (remainingTtl(waiting.env, waiting.since, now) <= 0) this.#options.onExpired(takeWaitOff(waiting, now));
       else alive.push(waiting);
     }
     this.#queue = alive;

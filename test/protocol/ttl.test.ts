@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { sampleRequest } from "./sample-envelope.ts";
-import { type Envelope, arrivedExpired, forwardEnvelope, remainingTtl, ttlDeadline } from "../../mesh/envelope.ts";
+import { type Envelope, arrivedExpired, forwardEnvelope, remainingTtl, takeWaitOff, ttlDeadline } from "../../mesh/envelope.ts";
 
 const envelope = (ttl: number): Envelope => sampleRequest({ ttl, seq: 4 });
 
@@ -59,5 +59,16 @@ describe("ttl helpers", () => {
 
   test("ttlDeadline is arrival plus ttl", () => {
     expect(ttlDeadline({ ttl: 250 }, 10_000)).toBe(10_250);
+  });
+});
+
+describe("takeWaitOff", () => {
+  test("takes the wait off once: asked again at the same moment, nothing more; a clock that went back takes nothing", () => {
+    const held = { env: envelope(5000), since: 1000 };
+    expect(takeWaitOff(held, 1300).ttl).toBe(4700);
+    expect(held.since).toBe(1300);
+    expect(takeWaitOff(held, 1300).ttl).toBe(4700);
+    expect(takeWaitOff(held, 1200).ttl).toBe(4700);
+    expect(takeWaitOff(held, 6000).ttl).toBe(-100);
   });
 });
