@@ -165,4 +165,4 @@ export const chainScenario: Scenario = {
   run: runChain,
 };
 
-if (import.meta.main) await runStandalone(runChain, { full: [12_000, 5], quick: [2000, 2] });
+if (import.meta.main) await runStandalone(runChain, "chain");

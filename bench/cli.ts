@@ -19,35 +19,26 @@ import { defaultChartDir, scenarioCharts, writeCharts } from "./lib/charts.ts";
 import { watchInterference, type Interference } from "./lib/interference.ts";
 import { availablePlacements, pinSelf } from "./lib/placement.ts";
 import { formatMachine, formatTable, machineInfo, ratio, targetStatus, type Figure } from "./lib/report.ts";
-import type { Scenario, ScenarioResult } from "./lib/scenario.ts";
+import { SCENARIO_SIZES, type Scenario, type ScenarioResult } from "./lib/scenario.ts";
 import { pingpongScenario } from "./pingpong.bench.ts";
 import { restartScenario } from "./restart.bench.ts";
 import { streamScenario } from "./stream.bench.ts";
 
 const SCENARIOS: readonly Scenario[] = [codecScenario, pingpongScenario, streamScenario, faninScenario, hopScenario, chainScenario, fanoutScenario, openloopScenario, restartScenario, footprintScenario, gatewayScenario, denoScenario, natsScenario];
 
-/** Measured seconds and rounds per scenario: [full, quick]. */
-const DEFAULTS: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
-  codec: { seconds: [6, 1.5], rounds: [5, 3] },
-  pingpong: { seconds: [12, 3], rounds: [10, 4] },
-  stream: { seconds: [12, 3], rounds: [5, 3] },
-  hop: { seconds: [12, 2.5], rounds: [10, 3] },
-  fanin: { seconds: [12, 1.5], rounds: [4, 2] },
-  chain: { seconds: [12, 1.5], rounds: [5, 2] },
-  fanout: { seconds: [12, 1.5], rounds: [5, 2] },
-  // openloop: split over its offered rates and contenders (quick: cross core only)
-  openloop: { seconds: [30, 2], rounds: [3, 1] },
-  // restart: the time of the kills and the steady traffic between them (sets their spacing)
-  restart: { seconds: [30, 4], rounds: [4, 2] },
-  // footprint: the actors' idle time before their memory is read (start-ups take what they take)
-  footprint: { seconds: [1, 0.3], rounds: [3, 1] },
-  // gateway: one sustained load (after a warm-up of 3 s, quick 1 s); the baseline gets at most 10 s
-  gateway: { seconds: [30, 3], rounds: [1, 1] },
-  // deno: split over the hop rounds (a quarter), the stream bursts and the idle wait
-  deno: { seconds: [8, 2], rounds: [4, 2] },
-  // nats: rounds of round-trip batches and event bursts (their sizes are fixed; seconds unused)
-  nats: { seconds: [8, 2], rounds: [4, 2] },
-};
+
+/** "default: codec 6, pingpong 12, ..." for one column of SCENARIO_SIZES, wrapped and indented under --duration. */
+function secondsList(column: 0 | 1, label: string): string {
+  const lines = [label];
+  for (const [name, d] of Object.entries(SCENARIO_SIZES)) {
+    const item = `${name} ${d.seconds[column]}`;
+    if (lines.at(-1)!.length + item.length > 80) {
+      lines[lines.length - 1] += ",";
+      lines.push(item);
+    } else lines[lines.length - 1] += (lines.at(-1) === label ? " " : ", ") + item;
+  }
+  return lines.map((line) => " ".repeat(19) + line).join("\n");
+}
 
 const USAGE = `Usage: hermes-mesh bench [scenario...] [--quick] [--json out.json] [--duration s]
 
@@ -55,13 +46,14 @@ Scenarios (default: all):
 ${SCENARIOS.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join("\n")}
 
 Options:
-  --quick          short warm-ups and runs (every scenario in under 60 s on 2 cores)
+  --quick          short warm-ups and runs, peers Bun IPC and NATS only (the whole run in under
+                   60 s on 2 cores)
   --json <file>    also write every figure, per-round data, charts and the machine details as JSON
   --charts <dir>   where the SVG (and PNG) charts go (default: bench/results in a clone of the
                    repository, ./hermes-mesh-bench from an installed package)
-  --duration <s>   measured seconds per scenario (default: codec 6, pingpong 12, stream 12, fanin 12,
-                   hop 12, chain 12, fanout 12, openloop 30, restart 30, footprint 1 = idle time
-                   before memory is read, gateway 30; quick: 1.5, 3, 3, 1.5, 2.5, 1.5, 1.5, 2, 4, 0.3, 3)
+  --duration <s>   measured seconds per scenario (footprint: idle time before memory is read)
+${secondsList(0, "default:")}
+${secondsList(1, "quick:")}
   -h, --help       show this help
 
 Processes are pinned with taskset: "same core" = both on cpu 0, "cross core" = cpu 0 and cpu 1;
@@ -119,7 +111,7 @@ export async function runBenchCommand(argv: string[]): Promise<number> {
   const restoreAffinity = pinSelf(0); // the harness side of every measurement runs on cpu 0
   try {
     for (const scenario of chosen) {
-      const d = DEFAULTS[scenario.name]!;
+      const d = SCENARIO_SIZES[scenario.name]!;
       const seconds = duration ?? d.seconds[quick ? 1 : 0];
       const scenarioStart = performance.now();
       try {

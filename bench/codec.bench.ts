@@ -131,4 +131,4 @@ export const codecScenario: Scenario = {
   run: runCodec,
 };
 
-if (import.meta.main) await runStandalone(runCodec, { full: [6000, 5], quick: [1500, 3] }, false);
+if (import.meta.main) await runStandalone(runCodec, "codec", false);

@@ -65,7 +65,7 @@ export async function runDeno(options: ScenarioOptions): Promise<ScenarioResult>
         progress(`deno: hop round ${round + 1}/${options.rounds}`);
         for (const runtime of rotated(RUNTIMES, round)) {
           const run = hops.get(runtime)!;
-          for (let b = 0; b < Math.ceil(batches / options.rounds); b++) for (const ns of await run.session.roundTrips(HOP_BATCH)) run.histogram.record(ns);
+          for (let b = 0; b < Math.ceil(batches / options.rounds); b++) for (const ns of await run.session.roundTrips(options.quick ? HOP_BATCH / 2 : HOP_BATCH)) run.histogram.record(ns);
         }
       }
       const bun = hops.get("bun")!.histogram.summary();
@@ -84,7 +84,7 @@ export async function runDeno(options: ScenarioOptions): Promise<ScenarioResult>
       streams.set(runtime, { session: await meshEventsOn(runtime).open({ dir: dir.path, placement: UNPINNED }), rates: [], sent: 0 });
     }
     try {
-      const burst = options.quick ? 20_000 : 100_000;
+      const burst = options.quick ? 10_000 : 100_000;
       for (const run of streams.values()) await timedBurst(run.session, burst / 4);
       for (let round = 0; round < options.rounds; round++) {
         progress(`deno: stream round ${round + 1}/${options.rounds}`);
@@ -121,7 +121,7 @@ export async function runDeno(options: ScenarioOptions): Promise<ScenarioResult>
             figures.push({ ...common("idle actor PSS, Deno", "MB", "lower"), placement: UNPINNED.name, value: denoActor!.pss, baseline: { name: "idle actor PSS, Bun", value: bunActor!.pss } });
           }
         }
-        const kills = options.quick ? 4 : 10;
+        const kills = options.quick ? 3 : 10;
         const samples = new Map<Runtime, number[]>();
         for (const runtime of standby === "0" ? RUNTIMES : (["bun"] as const)) {
           progress(`deno: kill -9 of the ${runtime} echo, ${kills} times`);
@@ -151,4 +151,4 @@ export const denoScenario: Scenario = {
   run: runDeno,
 };
 
-if (import.meta.main) await runStandalone(runDeno, { full: [8000, 4], quick: [2000, 2] });
+if (import.meta.main) await runStandalone(runDeno, "deno");

@@ -140,4 +140,4 @@ export const faninScenario: Scenario = {
   run: runFanin,
 };
 
-if (import.meta.main) await runStandalone(runFanin, { full: [12_000, 4], quick: [2000, 2] });
+if (import.meta.main) await runStandalone(runFanin, "fanin");

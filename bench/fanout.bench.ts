@@ -87,7 +87,7 @@ export async function runFanout(options: ScenarioOptions): Promise<ScenarioResul
   const sessions: Array<{ peer: FanoutPeer; session: FanoutSession }> = [];
   const byPlacement = new Map<Placement, Run[]>();
   // Deliveries per burst (a burst of k publications to N subscribers is k x N deliveries) and publications per latency batch.
-  const deliveries = options.quick ? 3000 : 40_000;
+  const deliveries = options.quick ? 2000 : 40_000;
   const batch = options.quick ? 24 : 200;
   try {
     for (const peer of PEERS) {
@@ -171,4 +171,4 @@ export const fanoutScenario: Scenario = {
   run: runFanout,
 };
 
-if (import.meta.main) await runStandalone(runFanout, { full: [12_000, 5], quick: [2000, 2] });
+if (import.meta.main) await runStandalone(runFanout, "fanout");

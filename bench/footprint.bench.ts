@@ -176,4 +176,4 @@ export const footprintScenario: Scenario = {
   run: runFootprint,
 };
 
-if (import.meta.main) await runStandalone(runFootprint, { full: [1000, 3], quick: [300, 1] }, false);
+if (import.meta.main) await runStandalone(runFootprint, "footprint", false);

@@ -308,7 +308,7 @@ if (import.meta.main) {
   console.log(formatMachine(machineInfo()));
   const watch = watchInterference();
   const result = await runGatewayLoad(
-    { durationMs: Number(values.duration ?? (quick ? 3 : 30)) * 1000, rounds: 1, quick },
+    { durationMs: Number(values.duration ?? (quick ? 1 : 30)) * 1000, rounds: 1, quick },
     { ...(values.connections && { connections: Number(values.connections) }), ...(tool && { tool }) },
   );
   const other = watch?.();

@@ -49,12 +49,13 @@ export async function runNats(options: ScenarioOptions): Promise<ScenarioResult>
       }
       progress("nats: starting raw nats.js request/reply");
       raw = { session: await natsRequest.open({ dir: dir.path, placement }), histogram: new LatencyHistogram() };
-      for (const s of sessions) await s.session.roundTrips(options.quick ? 200 : 1000);
+      for (const s of sessions) await s.session.roundTrips(options.quick ? 100 : 1000);
       for (let i = 0; i < 500; i++) await raw.session.roundTrip();
+      const batch = options.quick ? HOP_BATCH / 2 : HOP_BATCH;
       for (let round = 0; round < options.rounds; round++) {
         progress(`nats: round trips, round ${round + 1}/${options.rounds}`);
-        for (const s of rotated(sessions, round)) for (const ns of await s.session.roundTrips(HOP_BATCH)) s.histogram.record(ns);
-        for (let i = 0; i < HOP_BATCH; i++) {
+        for (const s of rotated(sessions, round)) for (const ns of await s.session.roundTrips(batch)) s.histogram.record(ns);
+        for (let i = 0; i < batch; i++) {
           const t = Bun.nanoseconds();
           await raw.session.roundTrip();
           raw.histogram.record(Bun.nanoseconds() - t);
@@ -86,7 +87,7 @@ export async function runNats(options: ScenarioOptions): Promise<ScenarioResult>
         progress(`nats: starting ${label}`);
         runs.push({ label, session: await peer.open({ dir: dir.path, placement }), rates: [] });
       }
-      const burst = options.quick ? 5_000 : 20_000;
+      const burst = options.quick ? 3_000 : 20_000;
       for (const run of runs) await timedBurst(run.session, burst / 5);
       for (let round = 0; round < options.rounds; round++) {
         progress(`nats: events, round ${round + 1}/${options.rounds}`);
@@ -111,4 +112,4 @@ export const natsScenario: Scenario = {
   run: runNats,
 };
 
-if (import.meta.main) await runStandalone(runNats, { full: [8000, 4], quick: [2000, 2] });
+if (import.meta.main) await runStandalone(runNats, "nats");

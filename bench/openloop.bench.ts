@@ -159,4 +159,4 @@ export const openloopScenario: Scenario = {
   run: runOpenloop,
 };
 
-if (import.meta.main) await runStandalone(runOpenloop, { full: [30_000, 3], quick: [2500, 1] });
+if (import.meta.main) await runStandalone(runOpenloop, "openloop");

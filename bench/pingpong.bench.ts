@@ -82,7 +82,7 @@ async function timedRoundTrips(run: Run, ms: number, record: boolean): Promise<v
 
 export async function runPingpong(options: ScenarioOptions): Promise<ScenarioResult> {
   const { placements, note } = availablePlacements();
-  const { peers, skipped } = usable(PEERS, "pingpong", BASELINE);
+  const { peers, skipped } = usable(PEERS, "pingpong", BASELINE, options.quick);
   const notes = note ? [`pingpong: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];
@@ -94,7 +94,7 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
         runs.push({ peer, placement, session, histogram: new LatencyHistogram(), cpu: { here: 0, peer: 0, trips: 0 } });
       }
     }
-    const warmupMs = options.quick ? 100 : 300;
+    const warmupMs = options.quick ? 50 : 300;
     for (const run of runs) await measure(run, warmupMs, false);
     const sliceMs = options.durationMs / (options.rounds * runs.length);
     for (let round = 0; round < options.rounds; round++) {
@@ -159,4 +159,4 @@ export const pingpongScenario: Scenario = {
   run: runPingpong,
 };
 
-if (import.meta.main) await runStandalone(runPingpong, { full: [12_000, 10], quick: [3000, 4] });
+if (import.meta.main) await runStandalone(runPingpong, "pingpong");

@@ -23,6 +23,8 @@
  * before it. Baseline: a bare Bun child, spawn to its first line of output, measured in the
  * same rounds.
  *
+ * Placements: same core and both cores (--quick: both cores only, three kills).
+ *
  * Run alone: `bun bench/restart.bench.ts [--quick]`.
  */
 import { runStandalone } from "./lib/standalone.ts";
@@ -254,9 +256,11 @@ function toSample(p: Pending, completions: number[], window: number, target: str
 }
 
 /** Same core: everything on cpu 0 (respawned actors inherit it); both cores: nothing pinned. */
-function restartPlacements(): Placement[] {
+/** Same core and both cores; --quick measures one: both cores where there are two. */
+function restartPlacements(quick: boolean): Placement[] {
   if (!taskset()) return [UNPINNED];
-  return availableParallelism() > 1 ? [SAME_CORE, BOTH_CORES] : [SAME_CORE];
+  if (availableParallelism() === 1) return [SAME_CORE];
+  return quick ? [BOTH_CORES] : [SAME_CORE, BOTH_CORES];
 }
 
 /** Runs `fn` with this process (and so every actor it spawns meanwhile) on the placement's cpus. */
@@ -282,9 +286,9 @@ interface Run {
 }
 
 export async function runRestart(options: ScenarioOptions): Promise<ScenarioResult> {
-  const placements = restartPlacements();
-  // --quick: half the victims once each (a smoke run's median; the full run kills each three times).
-  const killsPer = options.quick ? VICTIMS / 2 : 3 * VICTIMS;
+  const placements = restartPlacements(options.quick);
+  // --quick: three victims once each (a smoke run's median; the full run kills each of the eight three times).
+  const killsPer = options.quick ? 3 : 3 * VICTIMS;
   const rounds = Math.max(1, Math.min(options.rounds, killsPer));
   const spacingMs = SPACING_MS;
   const notes: string[] = [];
@@ -393,4 +397,4 @@ export const restartScenario: Scenario = {
   run: runRestart,
 };
 
-if (import.meta.main) await runStandalone(runRestart, { full: [30_000, 4], quick: [5000, 2] });
+if (import.meta.main) await runStandalone(runRestart, "restart");

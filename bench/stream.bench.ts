@@ -80,7 +80,7 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
   const all = taskset() && availableParallelism() > 1 ? [...available.placements, BOTH_CORES] : available.placements;
   const placements = measuredPlacements(options.quick, all);
   const contenders = options.quick ? PEERS.filter((peer) => !HERMES.includes(peer) || peer === HERMES_DEFAULT) : PEERS;
-  const { peers, skipped } = usable(contenders, "stream", BASELINE);
+  const { peers, skipped } = usable(contenders, "stream", BASELINE, options.quick);
   const notes = note ? [`stream: ${note}`] : [];
   using dir = tempDir();
   const runs: Run[] = [];
@@ -93,12 +93,13 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
       }
     }
     const sliceMs = options.durationMs / (options.rounds * runs.length);
-    const warmup = options.quick ? 20_000 : 100_000;
+    const warmup = options.quick ? 10_000 : 100_000;
     for (const run of runs) {
       progress(`stream: warming up ${run.peer.name} (${run.placement.name})`);
       const rate = await placedBurst(run, warmup);
       run.sent += warmup;
-      run.burst = Math.round(Math.min(20_000_000, Math.max(10_000, (rate * sliceMs) / 1000)));
+      // At least 10,000 messages a burst (2,000 in --quick, whose slices are a few dozen ms).
+      run.burst = Math.round(Math.min(20_000_000, Math.max(options.quick ? 2_000 : 10_000, (rate * sliceMs) / 1000)));
     }
     for (let round = 0; round < options.rounds; round++) {
       progress(`stream: round ${round + 1}/${options.rounds} (${runs.length} sessions, ~${Math.round(sliceMs)} ms each)`);
@@ -190,4 +191,4 @@ export const streamScenario: Scenario = {
   run: runStream,
 };
 
-if (import.meta.main) await runStandalone(runStream, { full: [12_000, 5], quick: [3000, 3] });
+if (import.meta.main) await runStandalone(runStream, "stream");

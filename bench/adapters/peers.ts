@@ -18,20 +18,32 @@ export const ROUND_TRIP_PEERS: readonly RoundTripPeer[] = [bunIpcEcho, nodeIpcEc
 export const STREAM_PEERS: readonly StreamPeer[] = [bunIpcStream(1), bunIpcStream(256), nodeIpcStream(1), nodeIpcStream(256), natsStream, redisStream];
 
 /**
+ * The peers --quick leaves to the full run: Node IPC and Redis. Quick keeps the ones issue 13's
+ * targets name (Bun IPC, NATS) beside the raw socket; every session open for the whole scenario
+ * costs its start-up and a slice of each round.
+ */
+export const FULL_RUN_ONLY = /^(Node IPC|Redis)/;
+
+/**
  * The peers that can run here, and one line for each that cannot (the scenario's `skipped`).
+ * `quick` also leaves out the peers {@link FULL_RUN_ONLY} names, each with its line.
  *
  * @example
  * const { peers, skipped } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
  * // skipped: ["pingpong: peer NATS request skipped: nats-server not found on PATH (Debian/Ubuntu: apt-get install nats-server; ...)"]
  */
-export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string, baseline?: P): { peers: P[]; skipped: string[] } {
+export function usable<P extends { name: string; unavailable?(): string | undefined }>(peers: readonly P[], scenario: string, baseline?: P, quick = false): { peers: P[]; skipped: string[] } {
   const skipped: string[] = [];
   // BENCH_PEERS (a regular expression on peer names) runs only those contenders and the baseline:
   // every session stays open for the whole run, so fewer of them leave the machine quieter.
   const only = process.env.BENCH_PEERS ? new RegExp(process.env.BENCH_PEERS, "i") : undefined;
   const kept = peers.filter((peer) => {
     const asked = !only || peer === baseline || only.test(peer.name);
-    const reason = asked ? peer.unavailable?.() : `not in BENCH_PEERS=${process.env.BENCH_PEERS}`;
+    const reason = !asked
+      ? `not in BENCH_PEERS=${process.env.BENCH_PEERS}`
+      : quick && FULL_RUN_ONLY.test(peer.name)
+        ? "measured in the full run only (--quick keeps Bun IPC and NATS)"
+        : peer.unavailable?.();
     if (reason) skipped.push(`${scenario}: peer ${peer.name} skipped: ${reason}`);
     return !reason;
   });

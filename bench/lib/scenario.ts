@@ -16,6 +16,32 @@ export interface ScenarioOptions {
   quick: boolean;
 }
 
+/**
+ * Measured seconds and rounds per scenario, [full, quick]: what `hermes-mesh bench` and a
+ * scenario file run alone (`bun bench/hop.bench.ts [--quick]`) both use.
+ */
+export const SCENARIO_SIZES: Record<string, { seconds: [number, number]; rounds: [number, number] }> = {
+  codec: { seconds: [6, 1], rounds: [5, 3] },
+  pingpong: { seconds: [12, 2], rounds: [10, 2] },
+  stream: { seconds: [12, 2], rounds: [5, 2] },
+  hop: { seconds: [12, 1.5], rounds: [10, 2] },
+  fanin: { seconds: [12, 1.5], rounds: [4, 2] },
+  chain: { seconds: [12, 1.5], rounds: [5, 2] },
+  fanout: { seconds: [12, 1.5], rounds: [5, 1] },
+  // openloop: split over its offered rates and contenders (quick: cross core only)
+  openloop: { seconds: [30, 1.5], rounds: [3, 1] },
+  // restart: the time of the kills and the steady traffic between them (sets their spacing)
+  restart: { seconds: [30, 4], rounds: [4, 2] },
+  // footprint: the actors' idle time before their memory is read (start-ups take what they take)
+  footprint: { seconds: [1, 0.3], rounds: [3, 1] },
+  // gateway: one sustained load (after a warm-up of 3 s, quick 1 s); the baseline gets at most 10 s
+  gateway: { seconds: [30, 1], rounds: [1, 1] },
+  // deno: split over the hop rounds (a quarter), the stream bursts and the idle wait
+  deno: { seconds: [8, 1], rounds: [4, 2] },
+  // nats: rounds of round-trip batches and event bursts (their sizes are fixed; seconds unused)
+  nats: { seconds: [8, 2], rounds: [4, 1] },
+};
+
 export interface ScenarioResult {
   figures: Figure[];
   /** Remarks printed under the table (placement fallbacks, verification). */

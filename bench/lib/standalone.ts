@@ -1,22 +1,21 @@
 import { pinSelf } from "./placement.ts";
 import { formatTable } from "./report.ts";
-import type { ScenarioOptions, ScenarioResult } from "./scenario.ts";
+import { SCENARIO_SIZES, type ScenarioOptions, type ScenarioResult } from "./scenario.ts";
 
 /**
- * Runs one scenario on its own (`bun bench/<name>.bench.ts [--quick]`): sizes for full and
- * quick runs as [measured ms, rounds], this process pinned to cpu 0 like under the bench
- * command (unless `pin` is false), and the table and notes printed.
+ * Runs one scenario on its own (`bun bench/<name>.bench.ts [--quick]`): the sizes the bench
+ * command gives it (SCENARIO_SIZES), this process pinned to cpu 0 like under the bench command
+ * (unless `pin` is false), and the table and notes printed.
  *
  * @example
- * if (import.meta.main) await runStandalone(runChain, { full: [12_000, 5], quick: [2000, 2] });
+ * if (import.meta.main) await runStandalone(runChain, "chain");
  */
-export async function runStandalone(
-  run: (options: ScenarioOptions) => Promise<ScenarioResult>,
-  sizes: { full: [number, number]; quick: [number, number] },
-  pin = true,
-): Promise<void> {
+export async function runStandalone(run: (options: ScenarioOptions) => Promise<ScenarioResult>, name: string, pin = true): Promise<void> {
   const quick = process.argv.includes("--quick");
-  const [durationMs, rounds] = quick ? sizes.quick : sizes.full;
+  const sizes = SCENARIO_SIZES[name];
+  if (!sizes) throw new Error(`no sizes for scenario ${name} in SCENARIO_SIZES`);
+  const column = quick ? 1 : 0;
+  const [durationMs, rounds] = [sizes.seconds[column] * 1000, sizes.rounds[column]];
   const restore = pin ? pinSelf(0) : () => {};
   try {
     const result = await run({ durationMs, rounds, quick });

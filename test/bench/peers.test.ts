@@ -83,6 +83,16 @@ describe("availability", () => {
     expect(skipped).toEqual([`stream: peer absent skipped: ${howTo}`]);
   });
 
+  test("--quick leaves Node IPC and Redis to the full run, each with its line, and keeps Bun IPC and NATS", () => {
+    const names = [...ROUND_TRIP_PEERS, ...STREAM_PEERS].map((peer) => ({ name: peer.name }));
+    const quick = usable(names, "pingpong", undefined, true);
+    expect(quick.peers.map((p) => p.name)).toEqual(names.map((p) => p.name).filter((n) => !/^(Node IPC|Redis)/.test(n)));
+    expect(quick.peers.map((p) => p.name)).toEqual(expect.arrayContaining(["Bun IPC", "NATS request", "NATS publish"]));
+    expect(quick.skipped).toContain("pingpong: peer Redis streams XADD skipped: measured in the full run only (--quick keeps Bun IPC and NATS)");
+    expect(quick.skipped).toHaveLength(names.length - quick.peers.length);
+    expect(usable(names, "pingpong").peers).toHaveLength(names.length);
+  });
+
   test("the server's variable names the binary to use instead of a search", () => {
     expect(missingServer(NO_SUCH, { HERMES_NO_SUCH_SERVER: "/bin/sh" })).toBeUndefined();
     expect(missingServer({ ...NO_SUCH, binary: "sh" }, { HERMES_NO_SUCH_SERVER: "/nonexistent/server" })).toBe(
