@@ -13,9 +13,9 @@
  * restarted process, ends the sample. The request in flight at the kill is redelivered by the
  * mesh after the restart and usually is that first answer.
  *
- * Each restart is broken down with the supervisor's events and registry updates, which this
- * process sees first-hand (the supervisor runs here), and the times the actor host reports in
- * its loaded line (the "started" event's `startup`): exit seen, restart decided (and its
+ * Each restart is broken down with the supervisor's events, which this process sees first-hand
+ * (the supervisor runs here), and the times of the start in the "started" event's `startup`
+ * (the supervisor's record, and what the actor host reports in its loaded line): exit seen, restart decided (and its
  * backoff), new process spawned (or a standby host handed the start), host code loaded (Bun
  * started; for a standby, its assignment read), actor module imported, registered on the
  * control socket, ready, the client told, first answer.
@@ -219,15 +219,13 @@ export async function measureRestarts(mesh: BenchMesh, client: MeshClient, optio
 function toSample(p: Pending, completions: number[], window: number, target: string): RestartSample {
   const since = (at: number | undefined) => (at === undefined ? undefined : at - p.killAt);
   const event = (type: string) => p.marks.find((m) => m.kind === "event" && m.event.type === type && m.event.child === target);
-  const registry = (test: (changes: Record<string, unknown>) => boolean) =>
-    p.marks.find((m) => m.kind === "registry" && m.update.type === "patch" && m.update.address === target && test(m.update.changes as Record<string, unknown>));
   const restarting = event("restarting");
   const started = event("started");
-  const spawnedMark = registry((c) => c.health === "starting");
-  // The start's steps are in ms after the start() call, like `spawned`: placed after the spawn mark.
+  // The start's steps are in ms after its start() call, which resolved (the "started" event) at
+  // `ready`: the registry's announcements cannot tell, as a lone instance's restart is announced once.
   const startup = started?.kind === "event" && started.event.type === "started" ? started.event.startup : undefined;
-  const step = (key: string) =>
-    spawnedMark && startup?.[key] !== undefined && startup.spawned !== undefined ? since(spawnedMark.at + startup[key]! - startup.spawned) : undefined;
+  const calledAt = started && startup?.ready !== undefined ? started.at - startup.ready : undefined;
+  const step = (key: string) => (calledAt !== undefined && startup?.[key] !== undefined ? since(calledAt + startup[key]!) : undefined);
   const count = (from: number, to: number) => completions.filter((t) => t >= from && t < to).length;
   return {
     pidBefore: p.pidBefore,
@@ -237,13 +235,11 @@ function toSample(p: Pending, completions: number[], window: number, target: str
     stages: {
       exitSeen: since(event("exited")?.at),
       restartDecided: since(restarting?.at),
-      spawned: since(spawnedMark?.at),
+      spawned: step("spawned"),
       loaded: step("loaded"),
       imported: step("imported"),
-      // The registry announces a starting instance's registration with its "healthy": the
-      // supervisor's own record of it is in `startup`.
       registered: step("registered"),
-      ready: since(registry((c) => c.health === "healthy")?.at),
+      ready: step("ready"),
       clientTold: since(p.clientTold),
       firstAnswer: p.firstAnswer! - p.killAt,
     },

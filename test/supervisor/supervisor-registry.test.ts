@@ -1,6 +1,7 @@
 /**
  * What the supervisor's registry announces: a starting instance once, when its health changes,
- * with what it got meanwhile; nothing for a patch that changes nothing; its own state at once.
+ * with what it got meanwhile; a lone instance's restart once, when it is back; nothing for a
+ * patch that changes nothing; its own state at once.
  */
 import { describe, expect, test } from "bun:test";
 import type { RegistryEntry, RegistryUpdate } from "../../mesh/registry.ts";
@@ -36,17 +37,76 @@ describe("SupervisorRegistry", () => {
     expect(seen).toHaveLength(4); // every update, held or not
   });
 
-  test("a change of health, a restart's 'starting' included, goes out at once; so does anything about a running instance", () => {
+  test("a pool instance's change of health, a restart's 'starting' included, goes out at once; so does anything about a running instance", () => {
     const { registry, announced } = recorded();
-    registry.upsert(entry("echo", "healthy"));
-    registry.patch("echo", { queueDepth: 3, updatedAt: 2 });
-    registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
-    registry.patch("echo", { health: "starting", pid: 43, updatedAt: 4 });
-    expect(announced.slice(1).map((u) => u.type === "patch" && u.changes)).toEqual([
+    registry.upsert({ ...entry("echo#0", "healthy"), name: "echo" });
+    registry.upsert({ ...entry("echo#1", "healthy"), name: "echo", instance: 1 });
+    registry.patch("echo#0", { queueDepth: 3, updatedAt: 2 });
+    registry.patch("echo#0", { health: "down", pid: undefined, updatedAt: 3 });
+    registry.patch("echo#0", { health: "starting", pid: 43, updatedAt: 4 });
+    expect(announced.slice(2).map((u) => u.type === "patch" && u.changes)).toEqual([
       { queueDepth: 3, updatedAt: 2 },
       { health: "down", pid: undefined, updatedAt: 3 },
       { health: "starting", pid: 43, updatedAt: 4 },
     ]);
+  });
+
+  test("a lone instance restarted in time is announced once, healthy with its new pid; its down never wakes the mesh", () => {
+    const { registry, announced, seen } = recorded();
+    registry.upsert({ ...entry("echo", "healthy"), pid: 42 });
+    registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
+    registry.patch("echo", { health: "starting", pid: 43, updatedAt: 4 });
+    registry.patch("echo", { capabilities: ["echo"], updatedAt: 5 });
+    expect(announced).toHaveLength(1);
+    expect(registry.byAddress("echo")).toMatchObject({ health: "starting", pid: 43 });
+    registry.patch("echo", { health: "healthy", updatedAt: 6 });
+    expect(announced.slice(1)).toEqual([{ type: "patch", address: "echo", changes: { health: "healthy", pid: 43, capabilities: ["echo"], updatedAt: 6 } }]);
+    expect(seen).toHaveLength(5);
+    // Running again: its next change goes out at once.
+    registry.patch("echo", { queueDepth: 2, updatedAt: 7 });
+    expect(announced.at(-1)).toEqual({ type: "patch", address: "echo", changes: { queueDepth: 2, updatedAt: 7 } });
+  });
+
+  test("a lone instance not back within restartHoldMs is announced as it stands, and then as any start", async () => {
+    const seen: RegistryUpdate[] = [];
+    const registry = new SupervisorRegistry((u) => seen.push(u), { restartHoldMs: 20 });
+    const announced: RegistryUpdate[] = [];
+    registry.onUpdate((u) => announced.push(u));
+    const heldAt = performance.now();
+    registry.upsert(entry("echo", "healthy"));
+    registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
+    expect(announced).toHaveLength(1);
+    const deadline = Date.now() + 5000;
+    while (announced.length < 2 && Date.now() < deadline) await Bun.sleep(5);
+    expect(performance.now() - heldAt).toBeGreaterThanOrEqual(19);
+    expect(announced[1]).toEqual({ type: "patch", address: "echo", changes: { health: "down", pid: undefined, updatedAt: 3 } });
+    // Its restart now: a change of health goes out at once, what it gets while starting is held.
+    registry.patch("echo", { health: "starting", pid: 44, updatedAt: 4 });
+    registry.patch("echo", { capabilities: ["echo"], updatedAt: 5 });
+    registry.patch("echo", { health: "healthy", updatedAt: 6 });
+    expect(announced.slice(2).map((u) => u.type === "patch" && u.changes)).toEqual([
+      { health: "starting", pid: 44, updatedAt: 4 },
+      { capabilities: ["echo"], health: "healthy", updatedAt: 6 },
+    ]);
+  });
+
+  test("external members, clients and a hold of 0 are announced down at once; a removed instance ends its hold", () => {
+    const { registry, announced } = recorded();
+    registry.upsert({ ...entry("outside", "healthy"), external: true });
+    registry.upsert({ ...entry("cli", "healthy"), kind: "client" });
+    registry.patch("outside", { health: "down" });
+    registry.patch("cli", { health: "down" });
+    expect(announced.slice(2).map((u) => u.type === "patch" && u.address)).toEqual(["outside", "cli"]);
+    registry.upsert(entry("gone", "healthy"));
+    registry.patch("gone", { health: "down" });
+    registry.remove("gone");
+    expect(announced.at(-1)).toEqual({ type: "remove", address: "gone" });
+    const prompt = new SupervisorRegistry(undefined, { restartHoldMs: 0 });
+    const told: RegistryUpdate[] = [];
+    prompt.onUpdate((u) => told.push(u));
+    prompt.upsert(entry("echo", "healthy"));
+    prompt.patch("echo", { health: "down" });
+    expect(told.at(-1)).toEqual({ type: "patch", address: "echo", changes: { health: "down" } });
   });
 
   test("a patch that changes nothing but updatedAt is not announced, though it is seen", () => {
