@@ -8,7 +8,8 @@
  * actor path (a connectMesh client to an actor process: events awaited with `send`, and 1,000
  * pipelined requests: adapters/mesh-stream.ts), and raw
  * length-prefixed frames written in batches.
- * Bursts are sized after a warm-up so each lasts about one slice, and interleaved in rounds.
+ * Bursts are sized after a warm-up (160,000 messages, quick 10,000) so each lasts about one
+ * slice, and interleaved in rounds.
  *
  * With --quick: cross core and the default window only.
  *
@@ -93,7 +94,11 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
       }
     }
     const sliceMs = options.durationMs / (options.rounds * runs.length);
-    const warmup = options.quick ? 10_000 : 100_000;
+    // The full run warms every contender past 100,000 messages: an actor's dedupe memory fills
+    // there, and the first evictions are compiled then (about 36 ms of the sink's JIT, its main
+    // thread 25% slower for 20,000 events). Measured from 100,000, the actor path read a third
+    // of its steady rate (docs/benchmarks.md, "JIT warm-up"). Quick measures the cold start.
+    const warmup = options.quick ? 10_000 : 160_000;
     for (const run of runs) {
       progress(`stream: warming up ${run.peer.name} (${run.placement.name})`);
       const rate = await placedBurst(run, warmup);

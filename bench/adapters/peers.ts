@@ -26,7 +26,8 @@ export const FULL_RUN_ONLY = /^(Node IPC|Redis)/;
 
 /**
  * The peers that can run here, and one line for each that cannot (the scenario's `skipped`).
- * `quick` also leaves out the peers {@link FULL_RUN_ONLY} names, each with its line.
+ * `quick` also leaves out the peers {@link FULL_RUN_ONLY} names, each with its line, unless
+ * BENCH_PEERS chooses the contenders.
  *
  * @example
  * const { peers, skipped } = usable([hermesRequest, ...ROUND_TRIP_PEERS, rawEcho], "pingpong");
@@ -39,9 +40,10 @@ export function usable<P extends { name: string; unavailable?(): string | undefi
   const only = process.env.BENCH_PEERS ? new RegExp(process.env.BENCH_PEERS, "i") : undefined;
   const kept = peers.filter((peer) => {
     const asked = !only || peer === baseline || only.test(peer.name);
+    // A peer BENCH_PEERS names is measured, in --quick too.
     const reason = !asked
       ? `not in BENCH_PEERS=${process.env.BENCH_PEERS}`
-      : quick && FULL_RUN_ONLY.test(peer.name)
+      : quick && !only && FULL_RUN_ONLY.test(peer.name)
         ? "measured in the full run only (--quick keeps Bun IPC and NATS)"
         : peer.unavailable?.();
     if (reason) skipped.push(`${scenario}: peer ${peer.name} skipped: ${reason}`);

@@ -149,6 +149,10 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     if (event.type === "started" && entry && (entry.pid !== event.pid || entry.restarts !== event.restarts)) {
       registry.patch(event.child, { pid: event.pid, restarts: event.restarts, updatedAt: Date.now() });
     }
+    // A lone instance's down is held for its restart: one that will not come is told now (a
+    // sibling stopped to be restarted with the crashed one, one_for_all, keeps its hold).
+    if (event.type === "exited" && !event.willRestart) registry.noRestart(event.child);
+    if (event.type === "stopped" && event.child !== undefined && event.reason !== "sibling_restart") registry.noRestart(event.child);
     if (supervisorLog && event.type !== "restarting") supervisorLog.write({ ...event, event: event.type === "started" && event.restarts > 0 ? "restart" : event.type });
     options.onEvent?.(event);
   };
@@ -220,7 +224,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
 function instancesOf(
   spec: ActorSpec,
   ctx: {
-    dir: string; name: string; registry: Registry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
+    dir: string; name: string; registry: SupervisorRegistry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
     standby: StandbyHost | undefined;
     token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
     nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
@@ -234,6 +238,7 @@ function instancesOf(
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, poolSize(spec));
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats));
+    if (spec.restart !== "temporary") ctx.registry.restartsOf(address);
     // A Deno actor runs the host's source with its own permissions; a Bun actor the bundle (the
     // source under a Deno supervisor, with the Bun binary it found).
     const host = spec.runtime === "deno"
@@ -261,12 +266,13 @@ function instancesOf(
       ctx.control.expectSpawn(address, secret);
       return { ...spec.env, ...(spec.durable && { HERMES_ACTOR_DURABLE: "1" }), HERMES_SPAWN_SECRET: secret };
     };
-    // A restart is announced at once, "starting" with its pid; a first start's pid goes out with
-    // its "healthy" (the registry holds what a starting instance gets until its health changes).
+    // "starting" with the pid, and for a restart the count it will have once up: a pool
+    // instance's restart is announced at once, a first start and a lone instance's restart with
+    // their "healthy" (supervisor-registry.ts), so that nothing is left to announce after it.
     const onSpawn = (pid: number) => {
       const start = ctx.pending.get(address);
       if (start) start.spawnedAt = epochNow();
-      ctx.registry.patch(address, { health: "starting", pid, updatedAt: Date.now() });
+      ctx.registry.patch(address, { health: "starting", pid, ...(starts > 0 && { restarts: starts }), updatedAt: Date.now() });
     };
     const readyWhen = () => ctx.pending.get(address)?.ready.promise ?? new Promise<void>(() => {});
     const processOptions: ProcessChildOptions = { ...memberProcess(ctx, output, env, `actor ${address}`), onSpawn, readyWhen };
@@ -296,6 +302,8 @@ function instancesOf(
       if (standby && start.standby) setTimeout(() => standby.prepare(), STANDBY_AFTER_RESTART_MS);
     };
     let startedBefore = false;
+    /** Successful starts so far: a restart's count once it is up, as the supervisor counts it. */
+    let starts = 0;
     return {
       id: address,
       restart: spec.restart,
@@ -324,6 +332,7 @@ function instancesOf(
           throw error;
         }
         startedBefore = true;
+        starts++;
         prepareStandby(start);
         const started: ChildHandle = { ...handle, startup: startupTimings(start) };
         ctx.spawned.set(address, started);

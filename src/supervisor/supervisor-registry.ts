@@ -4,13 +4,18 @@
  * start of the n-th actor costs n wake-ups per update (bench/restart.bench.ts, docs/benchmarks.md):
  * it announces an instance that is starting once, when its health changes, with everything it
  * got meanwhile (pid, registration), and it announces nothing for a patch that changes nothing.
- * A lone instance (an actor that is not a pool) that goes down is held the same way for up to
- * `restartHoldMs`: restarted in time, it is announced once, healthy again with its new pid; the
- * members woken for its "down" took the CPU its restart needed on one core (55.8 -> 40.9 ms
- * from kill -9 to the next answer). Routing to a lone instance does not look at its health, and
- * a sender's link to it noticed the crash itself. Pool instances are announced at once, so
- * that senders turn to their siblings. Its own state is always current; only the announcements
- * are held.
+ *
+ * The restart of a lone instance is held the same way, from its "down" for up to
+ * `restartHoldMs`: back in time, it is announced once, healthy with its new pid. Lone: an
+ * instance this supervisor restarts (`restartsOf`), not in a pool, and sharing none of its
+ * capabilities with another actor, so that no router would choose among it and a sibling by
+ * health (mesh/routing.ts picks a lone candidate whatever its health). A sender's link to it saw
+ * the crash itself and redials on its "healthy". What the "down" did was wake every member on
+ * the restart's critical path: on one core they took the CPU the restart needed (its module
+ * import and registration 10 to 13 ms slower, docs/benchmarks.md). A down that no restart
+ * follows goes out when the supervisor says so (`noRestart`) or when the hold ends.
+ *
+ * Its own state is always current; only the announcements are held.
  */
 import { Registry, type RegistryEntry, type RegistryPatch, type RegistryUpdate } from "../../mesh/registry.ts";
 
@@ -24,7 +29,8 @@ export const RESTART_HOLD_MS = 250;
  * registry.patch("echo#0", { pid: 1234 });              // "starting": held
  * registry.patch("echo#0", { capabilities: ["echo"] });  // held
  * registry.patch("echo#0", { health: "healthy" });       // one update: pid, capabilities and health
- * registry.patch("echo#0", { health: "down" });         // echo is no pool: held for its restart
+ * registry.restartsOf("solo");
+ * registry.patch("solo", { health: "down" });           // a lone instance: held for its restart
  */
 export class SupervisorRegistry extends Registry {
   #listeners = new Set<(update: RegistryUpdate) => void>();
@@ -32,6 +38,8 @@ export class SupervisorRegistry extends Registry {
   #held = new Map<string, RegistryPatch>();
   /** Lone instances held since they went down, each until its hold ends. */
   #restarts = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Instances whose supervisor restarts them (restartsOf). */
+  #supervised = new Set<string>();
   #holdNext: "no" | "hold" | "restart" = "no";
   #seen: ((update: RegistryUpdate) => void) | undefined;
   readonly #restartHoldMs: number;
@@ -68,14 +76,29 @@ export class SupervisorRegistry extends Registry {
     return super.applyUpdate(update);
   }
 
+  /** `address` is an instance this supervisor restarts when it crashes: its down may be held (see above). */
+  restartsOf(address: string): void {
+    this.#supervised.add(address);
+  }
+
+  /** No restart follows the down of `address` (stopped, or exited for good): what is held goes out now. */
+  noRestart(address: string): void {
+    if (this.#restarts.has(address)) this.#endRestartHold(address);
+  }
+
   /** Whether a patch of `entry` is held: while it starts, or while a lone instance restarts ("restart": its hold begins). */
   #holdFor(entry: RegistryEntry | undefined, changes: RegistryPatch): "no" | "hold" | "restart" {
     if (!entry) return "no";
     const health = changes.health;
     if (this.#restarts.has(entry.address)) return health === "healthy" ? "no" : "hold";
     if (entry.health === "starting") return health === undefined || health === "starting" ? "hold" : "no";
-    const lone = health === "down" && entry.health !== "down" && this.#restartHoldMs > 0 && entry.kind !== "client" && !entry.external;
-    return lone && this.byName(entry.name).length === 1 ? "restart" : "no";
+    if (health !== "down" || entry.health === "down" || this.#restartHoldMs <= 0 || !this.#supervised.has(entry.address)) return "no";
+    return this.#lone(entry) ? "restart" : "no";
+  }
+
+  /** Not in a pool, and no other actor offers any of its capabilities. */
+  #lone(entry: RegistryEntry): boolean {
+    return this.byName(entry.name).length === 1 && entry.capabilities.every((capability) => this.withCapability(capability).length === 1);
   }
 
   #announce(update: RegistryUpdate): void {
@@ -104,6 +127,7 @@ export class SupervisorRegistry extends Registry {
       const address = update.type === "upsert" ? update.entry.address : update.address;
       this.#held.delete(address);
       this.#forgetRestart(address);
+      if (update.type === "remove") this.#supervised.delete(address);
     } else {
       this.#held.clear();
       for (const address of [...this.#restarts.keys()]) this.#forgetRestart(address);
@@ -111,9 +135,9 @@ export class SupervisorRegistry extends Registry {
     this.#tell(update);
   }
 
-  /** A lone instance was not back in time: what it went through is announced as it stands. */
+  /** A lone instance was not back in time (or will not be): what it went through is announced as it stands. */
   #endRestartHold(address: string): void {
-    this.#restarts.delete(address);
+    this.#forgetRestart(address);
     const held = this.#held.get(address);
     if (!held) return;
     this.#held.delete(address);

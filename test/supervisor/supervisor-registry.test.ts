@@ -54,6 +54,7 @@ describe("SupervisorRegistry", () => {
   test("a lone instance restarted in time is announced once, healthy with its new pid; its down never wakes the mesh", () => {
     const { registry, announced, seen } = recorded();
     registry.upsert({ ...entry("echo", "healthy"), pid: 42 });
+    registry.restartsOf("echo");
     registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
     registry.patch("echo", { health: "starting", pid: 43, updatedAt: 4 });
     registry.patch("echo", { capabilities: ["echo"], updatedAt: 5 });
@@ -74,6 +75,7 @@ describe("SupervisorRegistry", () => {
     registry.onUpdate((u) => announced.push(u));
     const heldAt = performance.now();
     registry.upsert(entry("echo", "healthy"));
+    registry.restartsOf("echo");
     registry.patch("echo", { health: "down", pid: undefined, updatedAt: 3 });
     expect(announced).toHaveLength(1);
     const deadline = Date.now() + 5000;
@@ -90,23 +92,50 @@ describe("SupervisorRegistry", () => {
     ]);
   });
 
-  test("external members, clients and a hold of 0 are announced down at once; a removed instance ends its hold", () => {
+  test("a down is announced at once for an instance nobody restarts, one sharing a capability with another actor, and with a hold of 0", () => {
     const { registry, announced } = recorded();
-    registry.upsert({ ...entry("outside", "healthy"), external: true });
-    registry.upsert({ ...entry("cli", "healthy"), kind: "client" });
+    registry.upsert(entry("outside", "healthy")); // an external member, a client: no restartsOf
     registry.patch("outside", { health: "down" });
-    registry.patch("cli", { health: "down" });
-    expect(announced.slice(2).map((u) => u.type === "patch" && u.address)).toEqual(["outside", "cli"]);
-    registry.upsert(entry("gone", "healthy"));
-    registry.patch("gone", { health: "down" });
-    registry.remove("gone");
-    expect(announced.at(-1)).toEqual({ type: "remove", address: "gone" });
+    registry.upsert({ ...entry("calc-a", "healthy"), capabilities: ["calc"] });
+    registry.upsert({ ...entry("calc-b", "healthy"), capabilities: ["calc"] });
+    registry.restartsOf("calc-a");
+    registry.patch("calc-a", { health: "down" }); // routing by capability turns to calc-b on it
+    expect(announced.filter((u) => u.type === "patch").map((u) => u.type === "patch" && [u.address, u.changes.health])).toEqual([["outside", "down"], ["calc-a", "down"]]);
     const prompt = new SupervisorRegistry(undefined, { restartHoldMs: 0 });
     const told: RegistryUpdate[] = [];
     prompt.onUpdate((u) => told.push(u));
     prompt.upsert(entry("echo", "healthy"));
+    prompt.restartsOf("echo");
     prompt.patch("echo", { health: "down" });
     expect(told.at(-1)).toEqual({ type: "patch", address: "echo", changes: { health: "down" } });
+  });
+
+  test("a held down goes out when no restart follows; a second crash while held stays in the hold; remove and snapshot end it", () => {
+    const { registry, announced } = recorded();
+    registry.upsert(entry("solo", "healthy"));
+    registry.restartsOf("solo");
+    registry.patch("solo", { health: "down", pid: undefined });
+    registry.patch("solo", { health: "starting", pid: 7 });
+    registry.patch("solo", { health: "down", pid: undefined }); // its start failed
+    expect(announced).toHaveLength(1);
+    registry.noRestart("solo"); // the supervisor gave up
+    expect(announced.at(-1)).toEqual({ type: "patch", address: "solo", changes: { health: "down", pid: undefined } });
+    registry.noRestart("solo"); // nothing held: nothing more
+    expect(announced).toHaveLength(2);
+    registry.patch("solo", { health: "healthy", pid: 8 });
+    registry.patch("solo", { health: "down", pid: undefined });
+    registry.remove("solo");
+    expect(announced.slice(-2).map((u) => u.type)).toEqual(["patch", "remove"]);
+    registry.upsert(entry("solo", "healthy"));
+    registry.patch("solo", { health: "down" }); // removed, so no longer one this supervisor restarts
+    expect(announced.at(-1)).toEqual({ type: "patch", address: "solo", changes: { health: "down" } });
+    registry.upsert(entry("other", "healthy"));
+    registry.restartsOf("other");
+    registry.patch("other", { health: "down" });
+    const before = announced.length;
+    registry.applyUpdate({ type: "snapshot", entries: [entry("other", "healthy")] });
+    registry.patch("other", { queueDepth: 1 });
+    expect(announced.slice(before).map((u) => u.type)).toEqual(["snapshot", "patch"]);
   });
 
   test("a patch that changes nothing but updatedAt is not announced, though it is seen", () => {
