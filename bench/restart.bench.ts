@@ -1,7 +1,8 @@
 /**
  * Restart scenario: from `kill -9` of an actor process to the first successful answer, with the
- * mesh's default settings, after a quiet period. The mesh has eight echo actors (echo0..echo7),
- * each alone under its own supervisor with every default (one_for_one, intensity 1 per 5000
+ * mesh's default settings, after a quiet period. The mesh has eight echo actors (echo0..echo7,
+ * bench/actors/lone-echo.ts: no capability, so lone instances, whose restart the mesh hears of
+ * once), each alone under its own supervisor with every default (one_for_one, intensity 1 per 5000
  * ms, backoff 10 to 1000 ms, jitter 0.2); they are killed in turn, each more than its
  * supervisor's period after its previous kill, so every restart is a child's first in its
  * period: a one-off crash, as in production. Quiet means the whole mesh: each kill also waits
@@ -54,13 +55,13 @@ const QUIET_MARGIN_MS = 200;
 const QUIET_MAX_WAIT_MS = 2000;
 
 /**
- * The scenario's mesh: `victims` echo actors, each alone under its own supervisor that sets
- * nothing (every default), so each can be killed once per period without its supervisor
- * giving up.
+ * The scenario's mesh: `victims` echo actors (bench/actors/lone-echo.ts: no capability, so
+ * none shares one with another), each alone under its own supervisor that sets nothing (every
+ * default), so each can be killed once per period without its supervisor giving up.
  */
 export function quietMeshYaml(name: string, victims = VICTIMS): string {
   const subtrees = Array.from({ length: victims }, (_, i) =>
-    `    - supervisor: s${i}\n      children:\n        - { actor: echo${i}, module: "{ACTORS}/echo.ts" }`).join("\n");
+    `    - supervisor: s${i}\n      children:\n        - { actor: echo${i}, module: "{BENCH_ACTORS}/lone-echo.ts" }`).join("\n");
   return `mesh: { name: ${name} }\nsupervisor:\n  children:\n${subtrees}\n`;
 }
 
