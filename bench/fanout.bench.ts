@@ -15,6 +15,7 @@
  *
  * Run alone: `bun bench/fanout.bench.ts [--quick]`.
  */
+import { existsSync } from "node:fs";
 import { runStandalone } from "./lib/standalone.ts";
 import { AUDIENCES, meshFanout } from "./adapters/mesh-fanout.ts";
 import { rawFanout } from "./adapters/raw-fanout.ts";
@@ -74,7 +75,10 @@ function place(session: FanoutSession, placement: Placement): void {
   session.pids.forEach((pid, i) => {
     if (pid === process.pid || placement.childCpu === undefined) return;
     const cpu = i === 0 ? 0 : placement.childCpu;
-    if (!pinPid(pid, cpu!) || allowedCpus(pid) !== String(cpu)) throw new Error(`could not move fan-out process ${i} (pid ${pid}) to cpu ${cpu}`);
+    if (!pinPid(pid, cpu!) || allowedCpus(pid) !== String(cpu)) {
+      const why = existsSync(`/proc/${pid}`) ? `it runs on cpus ${allowedCpus(pid)}` : "it is gone (restarted?)";
+      throw new Error(`could not move fan-out process ${i} (pid ${pid}) to cpu ${cpu}: ${why}`);
+    }
   });
 }
 

@@ -3,7 +3,8 @@
  * is the time a thread has run on a CPU (kernel time included), summed over every thread of the
  * process. Every thread counts: Bun's collector marks on helper threads, so the main thread
  * alone (/proc/<pid>/schedstat) leaves out much of the cost of allocating. Threads that have
- * exited drop out of the sum; Bun's helpers live as long as the process.
+ * exited drop out of the sum (Bun's helpers live as long as the process); this process's own
+ * total comes from getrusage instead.
  * Used for the CPU time per round trip at each end, the JavaScript cost a latency figure hides.
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -29,8 +30,18 @@ export function cpuByThread(pid: number | "self"): Record<string, number> {
   return byName;
 }
 
-/** Nanoseconds process `pid` ("self" for this one) has spent on a CPU, all threads; 0 when it cannot be read (gone, or no /proc). */
+/**
+ * Nanoseconds process `pid` ("self" for this one) has spent on a CPU, all threads; 0 when it
+ * cannot be read (gone, or no /proc). For this process, getrusage's count (process.cpuUsage),
+ * which keeps the time of threads that have ended: this one starts and ends threads (its fetch
+ * and file work), and their sum over /proc went backwards (the gateway scenario's supervisor
+ * read -28.5 us per request).
+ */
 export function cpuNanoseconds(pid: number | "self"): number {
+  if (pid === "self" || pid === process.pid) {
+    const { user, system } = process.cpuUsage();
+    return (user + system) * 1000;
+  }
   let total = 0;
   for (const ns of Object.values(cpuByThread(pid))) total += ns;
   return total;

@@ -84,9 +84,7 @@ export function pinSelf(cpu: number | string): () => void {
  * to the placement's child cpu. Returns false when it could not (no taskset, or unpinned).
  */
 export function pinProcess(pid: number, placement: Placement): boolean {
-  const path = taskset();
-  if (!path || placement.childCpu === undefined) return false;
-  return Bun.spawnSync([path, "-a", "-p", "-c", String(placement.childCpu), String(pid)], { stdout: "ignore" }).exitCode === 0;
+  return placement.childCpu !== undefined && pinPid(pid, placement.childCpu);
 }
 
 /**
@@ -96,7 +94,12 @@ export function pinProcess(pid: number, placement: Placement): boolean {
 export function pinPid(pid: number, cpus: number | string): boolean {
   const path = taskset();
   if (!path) return false;
-  return Bun.spawnSync([path, "-a", "-p", "-c", String(cpus), String(pid)], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+  // `taskset -a` fails when one of the threads it listed ends before it is moved (Bun's helper
+  // threads come and go): a full run's fan-out stopped on it once. A second try finds the rest.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (Bun.spawnSync([path, "-a", "-p", "-c", String(cpus), String(pid)], { stdout: "ignore", stderr: "ignore" }).exitCode === 0) return true;
+  }
+  return false;
 }
 
 /** The cpu list a process is allowed to run on ("0", "0-1"), from /proc; undefined off Linux. */

@@ -4,10 +4,12 @@
  * adapters deliver every message they claim to have sent; the check for a mesh at rest.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { hermesStream } from "../../bench/adapters/hermes-stream.ts";
 import { rawStream } from "../../bench/adapters/raw-stream.ts";
 import { runCleanups } from "../../bench/lib/cleanup.ts";
-import { childPids, childrenQuiet } from "../../bench/lib/cpu-time.ts";
+import { childPids, childrenQuiet, cpuNanoseconds } from "../../bench/lib/cpu-time.ts";
 import { LatencyHistogram, median } from "../../bench/lib/histogram.ts";
 import { UNPINNED } from "../../bench/lib/placement.ts";
 import { formatTable, ratio, targetStatus, type Figure } from "../../bench/lib/report.ts";
@@ -135,4 +137,23 @@ describe("childPids and childrenQuiet (the restart scenario's wait for a mesh at
       await Promise.all([idle.exited, busy.exited]);
     }
   }, 20_000);
+});
+
+describe("cpuNanoseconds", () => {
+  test("this process's CPU keeps the time of a thread that has ended", async () => {
+    using dir = tempDir();
+    const burner = join(dir.path, "burn.ts");
+    // About 100 ms of CPU on a worker thread, which then ends.
+    writeFileSync(burner, "const end = performance.now() + 100; let x = 0; while (performance.now() < end) x++; postMessage(x);");
+    const workerThreads = () => readdirSync("/proc/self/task").filter((tid) => readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() === "Worker").length;
+    const before = cpuNanoseconds("self");
+    const worker = new Worker(burner);
+    const done = Promise.withResolvers<void>();
+    worker.onmessage = () => done.resolve();
+    await done.promise;
+    worker.terminate();
+    // Summed over the threads in /proc, the worker's time would leave with it.
+    await waitFor(() => workerThreads() === 0, "the worker's thread gone");
+    expect(cpuNanoseconds("self") - before).toBeGreaterThanOrEqual(80e6);
+  });
 });
