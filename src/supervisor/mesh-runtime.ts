@@ -301,7 +301,6 @@ function instancesOf(
     const prepareStandby = (start: PendingStart) => {
       if (standby && start.standby) setTimeout(() => standby.prepare(), STANDBY_AFTER_RESTART_MS);
     };
-    let startedBefore = false;
     /** Successful starts so far: a restart's count once it is up, as the supervisor counts it. */
     let starts = 0;
     return {
@@ -326,12 +325,11 @@ function instancesOf(
           prepareStandby(start);
           // A first start's failure goes up the tree to whoever started the mesh, who reports
           // it; a failed restart is only recorded by the supervisor, so it is logged here.
-          if (startedBefore) ctx.options.log.error("actor failed to restart", { actor: address, error: messageOf(error) });
+          if (starts > 0) ctx.options.log.error("actor failed to restart", { actor: address, error: messageOf(error) });
           // Spawned but never ready: that process is gone (processChild killed it).
           if (start.spawnedAt !== undefined && ctx.registry.byAddress(address)?.pid !== undefined) ctx.registry.patch(address, { pid: undefined, updatedAt: Date.now() });
           throw error;
         }
-        startedBefore = true;
         starts++;
         prepareStandby(start);
         const started: ChildHandle = { ...handle, startup: startupTimings(start) };

@@ -130,7 +130,8 @@ export class SupervisorRegistry extends Registry {
       if (update.type === "remove") this.#supervised.delete(address);
     } else {
       this.#held.clear();
-      for (const address of [...this.#restarts.keys()]) this.#forgetRestart(address);
+      for (const timer of this.#restarts.values()) clearTimeout(timer);
+      this.#restarts.clear();
     }
     this.#tell(update);
   }
