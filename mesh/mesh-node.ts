@@ -83,7 +83,7 @@ export class MeshNode {
   #listener: LinkListener | undefined;
   #transport: MeshTransport;
   #links = new Map<string, PeerLink>();
-  #pending: PendingRequests;
+  #pending: PendingRequests<PeerLink>;
   #serving: ServingRequests;
   #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
@@ -93,7 +93,6 @@ export class MeshNode {
     if (link?.connection) link.connection.send(reply);
     else if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
   });
-  #sentVia = new WeakMap<Envelope, PeerLink>();
   #deadLetters = new DeadLetters();
   #closed = false;
 
@@ -104,7 +103,11 @@ export class MeshNode {
     this.#router = new Router(options.routes, options.pick);
     this.#dedupe = options.dedupe ?? new DedupeCache();
     this.#serving = new ServingRequests(options.address);
-    this.#pending = new PendingRequests((request, error) => this.#cancelRemote(request, error));
+    const onOutcome = options.onOutcome;
+    this.#pending = new PendingRequests<PeerLink>(
+      (request, error, via) => this.#cancelRemote(request, error, via),
+      onOutcome && ((to, error, latencyMs) => onOutcome(to, error === undefined || !FAILURE_CODES.has(error.code), latencyMs)),
+    );
   }
 
   /** Creates a node, listening first when it has a socket path. */
@@ -163,19 +166,11 @@ export class MeshNode {
       for (let i = 0; i < destinations.length; i++) {
         const copy = i === 0 ? request : { ...request };
         const link = this.#link(destinations[i]!.address);
-        this.#sentVia.set(copy, link);
+        // The first destination carries a cancel, and its outcome counts for the scheduler.
+        if (i === 0) this.#pending.sent(request.message_id, destinations[0]!.address, link);
         link.send(copy);
       }
       this.#options.onSent?.(request, destinations.map((d) => d.address));
-      const onOutcome = this.#options.onOutcome;
-      if (onOutcome && destinations.length > 0) {
-        const address = destinations[0]!.address;
-        const t0 = performance.now();
-        answer.then(
-          () => onOutcome(address, true, performance.now() - t0),
-          (error) => onOutcome(address, !FAILURE_CODES.has(HermesError.from(error).code), performance.now() - t0),
-        );
-      }
     } catch (error) {
       this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));
     }
@@ -444,9 +439,8 @@ export class MeshNode {
     this.#replies.send(createReply(MessageType.PROGRESS, request, this.address, payload), connection);
   }
 
-  #cancelRemote(request: Envelope, error: HermesError): void {
-    const link = this.#sentVia.get(request);
-    if (link?.connection) link.send(createCancel(request, error.message));
+  #cancelRemote(request: Envelope, error: HermesError, via: PeerLink | undefined): void {
+    if (via?.connection) via.send(createCancel(request, error.message));
   }
 
   #deadLetter(env: Envelope, destination: string, error: HermesError): void {

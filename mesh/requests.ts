@@ -22,7 +22,12 @@ interface Pending {
   timeoutMs: number;
   onAbort?: () => void;
   signal?: AbortSignal;
+  /** Once sent (PendingRequests.sent): the link a cancel goes through, the destination and time of its outcome. */
+  via?: unknown; to?: string; sentAt?: number;
 }
+
+/** How a request sent turned out, told as it settles (undefined `error`: a response); a promise reaction per request cost 0.5 us. */
+export type RequestOutcome = (to: string, error: HermesError | undefined, latencyMs: number) => void;
 
 /** Deadlines are kept to this grain: a request times out at most this much after its deadline. */
 const DEADLINE_GRAIN_MS = 10;
@@ -109,17 +114,28 @@ class DeadlineBuckets {
  * connection (the first one broke, the request was redelivered on another): what matches is
  * the correlation id, not the connection.
  */
-export class PendingRequests {
+export class PendingRequests<Via = unknown> {
   #pending = new Map<string, Pending>();
   #deadlines = new DeadlineBuckets((id) => {
     const pending = this.#pending.get(id);
     if (pending) this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${pending.timeoutMs} ms`, { timeout_ms: pending.timeoutMs }));
   });
-  /** Called when a request is given up (deadline, abort) so the peer can be told to cancel. */
-  #onGiveUp: (request: Envelope, error: HermesError) => void;
+  /** Called when a request is given up (deadline, abort) so the peer can be told to cancel: `via` is what sent() named. */
+  #onGiveUp: (request: Envelope, error: HermesError, via: Via | undefined) => void;
+  #onOutcome: RequestOutcome | undefined;
 
-  constructor(onGiveUp: (request: Envelope, error: HermesError) => void = () => {}) {
+  constructor(onGiveUp: (request: Envelope, error: HermesError, via: Via | undefined) => void = () => {}, onOutcome?: RequestOutcome) {
     this.#onGiveUp = onGiveUp;
+    this.#onOutcome = onOutcome;
+  }
+
+  /** The request `id` went to `to` through `via`: where a cancel goes, and whose outcome it is. */
+  sent(id: string, to: string, via: Via): void {
+    const pending = this.#pending.get(id);
+    if (!pending) return;
+    pending.to = to;
+    pending.via = via;
+    if (this.#onOutcome) pending.sentAt = performance.now();
   }
 
   /** Requests waiting. */
@@ -155,13 +171,18 @@ export class PendingRequests {
     switch (env.message_type) {
       case MessageType.RESPONSE: {
         const pending = this.#take(id);
-        pending?.resolve(env);
-        return pending !== undefined;
+        if (!pending) return false;
+        this.#told(pending, undefined);
+        pending.resolve(env);
+        return true;
       }
       case MessageType.ERROR: {
         const pending = this.#take(id);
-        pending?.reject(HermesError.fromWire(env));
-        return pending !== undefined;
+        if (!pending) return false;
+        const error = HermesError.fromWire(env);
+        this.#told(pending, error);
+        pending.reject(error);
+        return true;
       }
       case MessageType.PROGRESS: {
         const pending = this.#pending.get(id);
@@ -177,17 +198,31 @@ export class PendingRequests {
     const pending = this.#take(id);
     if (!pending) return;
     try {
-      this.#onGiveUp(pending.request, error);
+      this.#onGiveUp(pending.request, error, pending.via as Via | undefined);
     } catch {
       // Telling the peer is best effort (its link may be full or closed): the request's ttl ends
       // its handling there anyway, and the waiter hears of it below either way.
     }
+    this.#told(pending, error);
     pending.reject(error);
   }
 
   /** Rejects one waiting request without telling the peer (it never got it, or is gone). */
   fail(id: string, error: HermesError): void {
-    this.#take(id)?.reject(error);
+    const pending = this.#take(id);
+    if (!pending) return;
+    this.#told(pending, error);
+    pending.reject(error);
+  }
+
+  /** The outcome of a request that was sent; a listener that throws does not stop its answer. */
+  #told(pending: Pending, error: HermesError | undefined): void {
+    if (!this.#onOutcome || pending.to === undefined) return;
+    try {
+      this.#onOutcome(pending.to, error, performance.now() - pending.sentAt!);
+    } catch (thrown) {
+      queueMicrotask(() => { throw thrown; });
+    }
   }
 
   /** True while `id` waits for an answer. */

@@ -111,3 +111,25 @@ describe("request deadlines behind one timer", () => {
     }
   });
 });
+
+describe("outcomes and the link a cancel takes", () => {
+  test("a sent request's outcome is told as it settles, before its waiter resumes: a response, an error answer with its code, a timeout, a failure; an unsent one's is not", async () => {
+    const told: Array<[string, number | undefined, number]> = [];
+    const gaveUp: Array<[string, unknown]> = [];
+    const pending = new PendingRequests<string>((request, _error, via) => gaveUp.push([request.message_id, via]), (to, error, latencyMs) => told.push([to, error?.code, latencyMs]));
+    const [answered, refused, late, failed, unsent] = [newRequest(), newRequest(), newRequest(), newRequest(), newRequest()];
+    const waits = [answered, refused, late, failed, unsent].map((request) => pending.wait(request, { timeoutMs: request === late ? 20 : 10_000 }).then(() => told.length, () => told.length));
+    for (const [request, to] of [[answered, "a"], [refused, "b"], [late, "c"], [failed, "d"]] as const) pending.sent(request.message_id, to, `link-${to}`);
+    pending.handle(createReply(MessageType.RESPONSE, answered, "peer", {}));
+    pending.handle(createReply(MessageType.ERROR, refused, "peer", { error_code: ErrorCode.INTERNAL, message: "boom" }));
+    pending.fail(failed.message_id, new HermesError(ErrorCode.UNAVAILABLE, "gone"));
+    pending.fail(unsent.message_id, new HermesError(ErrorCode.UNROUTABLE, "nowhere"));
+    const seenBy = await Promise.all(waits);
+    expect(told.map(([to, code]) => [to, code])).toEqual([["a", undefined], ["b", ErrorCode.INTERNAL], ["d", ErrorCode.UNAVAILABLE], ["c", ErrorCode.TASK_TIMEOUT]]);
+    for (const [, , latencyMs] of told) expect(latencyMs).toBeGreaterThanOrEqual(0);
+    expect(told[3]![2]).toBeGreaterThanOrEqual(19);
+    // Each waiter resumed after its own outcome was told (answered 1st, refused 2nd, failed 3rd, late 4th).
+    for (const [i, nth] of [[0, 1], [1, 2], [3, 3], [2, 4]] as const) expect(seenBy[i]!).toBeGreaterThanOrEqual(nth);
+    expect(gaveUp).toEqual([[late.message_id, "link-c"]]);
+  });
+});
