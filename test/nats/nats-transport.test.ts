@@ -286,8 +286,15 @@ describe("NATS transport", () => {
     for (const key of [...keys(0, 2), ...keys(4, 12)]) expect(handlings(key)).toEqual([[1, 1]]);
     // Held at the kill: redelivered by the broker after ack_wait, as attempt 2, and finished then.
     for (const key of ["k2", "k3"]) expect(handlings(key)).toEqual([[1, 1], [2, 2]]);
-    // Waiting in the stream during the outage: handled once, first attempt.
-    for (const key of keys(12, 15)) expect(handlings(key)).toEqual([[2, 1]]);
+    // Waiting in the stream during the outage: handled once, in the second life. Usually as the
+    // first attempt; the broker may still hand one to the killed consumer's pull before it has
+    // seen its connection close, and then it comes again after ack_wait as the second (seen once
+    // in CI on a loaded machine).
+    for (const key of keys(12, 15)) {
+      expect(handlings(key)).toHaveLength(1);
+      expect(handlings(key)[0]![0]).toBe(2);
+      expect([1, 2]).toContain(handlings(key)[0]![1]!);
+    }
     expect(lines.filter((l) => l[0] === "seen")).toEqual([]);
     expect(sender.deadLetters()).toEqual([]);
     await waitFor(async () => (await jsm.streams.info("HERMES_killed")).state.messages === 0, "the work queue to be empty");
