@@ -163,13 +163,16 @@ export class MeshNode {
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     try {
       const destinations = this.#router.destinations(request);
+      let first: PeerLink | undefined;
       for (let i = 0; i < destinations.length; i++) {
         const copy = i === 0 ? request : { ...request };
         const link = this.#link(destinations[i]!.address);
-        // The first destination carries a cancel, and its outcome counts for the scheduler.
-        if (i === 0) this.#pending.sent(request.message_id, destinations[0]!.address, link);
+        first ??= link;
         link.send(copy);
       }
+      // Once every copy went (a send that throws fails the request uncounted): the first
+      // destination carries a cancel, and its outcome counts for the scheduler.
+      if (first) this.#pending.sent(request.message_id, destinations[0]!.address, first);
       this.#options.onSent?.(request, destinations.map((d) => d.address));
     } catch (error) {
       this.#pending.fail(request.message_id, HermesError.from(error, ErrorCode.UNAVAILABLE));

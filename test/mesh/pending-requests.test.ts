@@ -128,7 +128,7 @@ describe("outcomes and the link a cancel takes", () => {
     expect(told.map(([to, code]) => [to, code])).toEqual([["a", undefined], ["b", ErrorCode.INTERNAL], ["d", ErrorCode.UNAVAILABLE], ["c", ErrorCode.TASK_TIMEOUT]]);
     for (const [, , latencyMs] of told) expect(latencyMs).toBeGreaterThanOrEqual(0);
     expect(told[3]![2]).toBeGreaterThanOrEqual(19);
-    // Each waiter resumed after its own outcome was told (answered 1st, refused 2nd, failed 3rd, late 4th).
+    // Told before its waiter resumes, not in a later task (answered 1st, refused 2nd, failed 3rd, late 4th).
     for (const [i, nth] of [[0, 1], [1, 2], [3, 3], [2, 4]] as const) expect(seenBy[i]!).toBeGreaterThanOrEqual(nth);
     expect(gaveUp).toEqual([[late.message_id, "link-c"]]);
   });
