@@ -16,10 +16,10 @@
  *
  * Each restart is broken down with the supervisor's events, which this process sees first-hand
  * (the supervisor runs here), and the times of the start in the "started" event's `startup`
- * (the supervisor's record, and what the actor host reports in its loaded line): exit seen, restart decided (and its
- * backoff), new process spawned (or a standby host handed the start), host code loaded (Bun
- * started; for a standby, its assignment read), actor module imported, registered on the
- * control socket, ready, the client told, first answer.
+ * (the supervisor's record, and what the actor host reports in its loaded line): exit seen,
+ * restart decided (and its backoff), new process spawned (or a standby host handed the
+ * start), host code loaded (Bun started; for a standby, its assignment read), actor module
+ * imported, registered on the control socket, ready, the client told, first answer.
  * Throughput: requests completed in the window around each kill against the steady rate just
  * before it. Baseline: a bare Bun child, spawn to its first line of output, measured in the
  * same rounds.
@@ -252,8 +252,10 @@ function toSample(p: Pending, completions: number[], window: number, target: str
   };
 }
 
-/** Same core: everything on cpu 0 (respawned actors inherit it); both cores: nothing pinned. */
-/** Same core and both cores; --quick measures one: both cores where there are two. */
+/**
+ * Same core (everything on cpu 0; respawned actors inherit it) and both cores (nothing pinned);
+ * --quick measures both cores only, where there are two.
+ */
 function restartPlacements(quick: boolean): Placement[] {
   if (!taskset()) return [UNPINNED];
   if (availableParallelism() === 1) return [SAME_CORE];
