@@ -85,6 +85,11 @@ export interface MachineInfo {
   /** The commit measured, "+dirty" when the work tree had changes; BENCH_COMMIT names it for an exported tree; an installed package gives its name@version. */
   commit: string;
   date: string;
+  /**
+   * This process's allocator settings (its MIMALLOC_ variables): it is the client of the actor
+   * scenarios. Members get ALLOCATOR_IDLE_PURGE from their supervisor whatever this says.
+   */
+  allocator: string;
 }
 
 export function machineInfo(): MachineInfo {
@@ -97,6 +102,7 @@ export function machineInfo(): MachineInfo {
   return {
     cpuModel, cores: availableParallelism(), bun: Bun.version, kernel: release(), taskset: taskset() !== null,
     load: loadavg()[0]!, commit: process.env.BENCH_COMMIT ?? gitCommit(), date: new Date().toISOString(),
+    allocator: Object.entries(process.env).filter(([name]) => name.startsWith("MIMALLOC_")).map(([name, value]) => `${name}=${value}`).join(" ") || "Bun's defaults",
   };
 }
 
@@ -127,7 +133,7 @@ function packageVersion(root: string): string {
 
 export function formatMachine(m: MachineInfo): string {
   return `machine: ${m.cpuModel}, ${m.cores} cores, Bun ${m.bun}, Linux ${m.kernel}, taskset ${m.taskset ? "yes" : "no (unpinned)"}, ` +
-    `load average ${m.load.toFixed(2)} at start, commit ${m.commit}`;
+    `load average ${m.load.toFixed(2)} at start, commit ${m.commit}, this process's allocator: ${m.allocator}`;
 }
 
 /** A one-line progress indicator on stderr: rewritten in place on a terminal, one line each otherwise. */

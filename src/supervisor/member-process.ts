@@ -48,6 +48,8 @@ export interface MeshSettings {
 export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string | undefined> {
   return {
     ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
+    // Defaults a member's own variables (or this process's) may override.
+    ...(hiding && allocatorDefaults()),
     ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
     ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
     ...(!ctx.events && { HERMES_EVENTS: "0" }),
@@ -57,3 +59,25 @@ export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string
   };
 }
 
+
+/**
+ * How often, at most, Bun's allocator (mimalloc 3) may hand the free memory inside pages still
+ * in use back to the system when its thread goes idle. Its default, 100 ms, means a member
+ * answering requests one by one (idle between each) has memory taken away every 100 ms and
+ * page-faults it back on the next messages: on the machines measured that was 5 to 35% of a
+ * client-to-actor round trip, and 40 ms or more of the first burst after a pause
+ * (docs/benchmarks.md, "The allocator's idle purge"). At 2 s the round trip keeps its memory
+ * while busy, and an idle member still returns it within about 2 s. Deno ignores the variable.
+ */
+export const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" } as const;
+
+/**
+ * ALLOCATOR_IDLE_PURGE, for the variables this process's environment does not set already
+ * (a value given there is passed on as it is).
+ *
+ * @example
+ * Bun.spawn(cmd, { env: { ...process.env, ...allocatorDefaults() } });
+ */
+export function allocatorDefaults(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(ALLOCATOR_IDLE_PURGE).filter(([name]) => env[name] === undefined));
+}

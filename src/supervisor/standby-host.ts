@@ -14,7 +14,7 @@ import type { SpawnedProcess } from "./process-child.ts";
  * allocator, the dynamic linker, locale and time zone): a start that changes one of them is
  * spawned fresh, since a standby's start-up has happened already.
  */
-const READ_AT_START = /^(BUN_|NODE_|JSC_|MALLOC|LD_|UV_|TZ$|LANG$|LC_)/;
+const READ_AT_START = /^(BUN_|NODE_|JSC_|MALLOC|MIMALLOC_|LD_|UV_|TZ$|LANG$|LC_)/;
 
 type Spare = Bun.Subprocess<"pipe", "pipe", "pipe">;
 

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { ALLOCATOR_IDLE_PURGE } from "../../src/supervisor/member-process.ts";
 import { BUN, tempDir, waitFor } from "../helpers.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -65,7 +66,10 @@ afterEach(() => {
 
 /** Starts `argv` (a launcher of `up`), waits for the mesh to be up, and returns what it spawned. */
 async function startMesh(argv: string[], cwd: string) {
-  const proc = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore", env: { ...process.env, PATH: `/usr/bin:/bin:${process.env.PATH}` } });
+  // Without the allocator variables: what the launcher and the supervisor set is what is seen.
+  const env: Record<string, string | undefined> = { ...process.env, PATH: `/usr/bin:/bin:${process.env.PATH}` };
+  for (const name of Object.keys(ALLOCATOR_IDLE_PURGE)) delete env[name];
+  const proc = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore", env });
   leftovers.push(proc.pid);
   const lines: string[] = [];
   (async () => {
@@ -84,6 +88,9 @@ async function startMesh(argv: string[], cwd: string) {
   return { proc, tree, port, lines };
 }
 
+/** The environment a process started with, as NAME=value entries. */
+const environOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+
 function meshFile(dir: string, name: string): string {
   const yaml = join(dir, "mesh.yaml");
   writeFileSync(yaml, `mesh:\n  name: ${name}\nsupervisor:\n  children:\n    - actor: echo\n      module: ${ECHO}\n      pool: 2\n`);
@@ -101,6 +108,11 @@ describe("stopping a mesh through what started it", () => {
     using dir = tempDir();
     const run = join(dir.path, "run");
     const mesh = await startMesh(["node", LAUNCHER, "up", meshFile(dir.path, "term"), "--dir", run, "--port", "0", "--quiet"], dir.path);
+    // The CLI the launcher starts, its gateway and its actors: every Bun process of the mesh runs
+    // with the allocator setting members get (src/supervisor/member-process.ts).
+    const settings = mesh.tree.map((pid) => environOf(pid).find((entry) => entry.startsWith("MIMALLOC_PURGE_HOLES_MIN_INTERVAL=")));
+    const expected = Object.entries(ALLOCATOR_IDLE_PURGE).map(([name, value]) => `${name}=${value}`);
+    expect(settings).toEqual(mesh.tree.map(() => expected[0]));
     mesh.proc.kill("SIGTERM");
     expect(await mesh.proc.exited).toBe(0);
     await expectAllGone(mesh.tree, mesh.port, run);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
 import { childPids } from "../../bench/lib/cpu-time.ts";
 import { createLogger } from "../../mesh/logger.ts";
+import { ALLOCATOR_IDLE_PURGE } from "../../src/supervisor/member-process.ts";
 import { StandbyHost } from "../../src/supervisor/standby-host.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
@@ -94,6 +95,29 @@ supervisor:
     expect(spares()).toEqual([spare]); // still waiting
   }, 30_000);
 
+  test("members run with the allocator's idle-purge default; an actor's own value wins, spawned fresh", async () => {
+    const [name] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
+    await using t = await startTestMesh(`
+mesh: { name: standby-alloc }
+supervisor:
+  children:
+    - { actor: plain, module: ${FIXTURE} }
+    - { actor: own, module: ${FIXTURE}, env: { ${name}: "250" } }
+`);
+    const client = await t.client();
+    const seen = async (actor: string) => (await client.request(actor, { env: [name] }, { timeoutMs: 5000 })).payload.env;
+    // What this process's environment says, if anything, is passed on instead of the default.
+    expect(await seen("plain")).toEqual({ [name!]: process.env[name!] ?? ALLOCATOR_IDLE_PURGE[name!] });
+    expect(await seen("own")).toEqual({ [name!]: "250" });
+    await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+    const spare = spares()[0]!;
+    const before = t.pid("own");
+    process.kill(before, "SIGKILL");
+    await waitFor(() => t.mesh.registry.byAddress("own")?.health === "healthy" && t.mesh.registry.byAddress("own")?.pid !== before, "own restarted", 10_000);
+    expect(t.pid("own")).not.toBe(spare); // the allocator reads it at start: not a standby's to change
+    expect(await seen("own")).toEqual({ [name!]: "250" });
+  }, 30_000);
+
   test("a spare that dies before it took on the start does not cost the actor its restart", async () => {
     // Default settings: a second failure within 5 s would make the supervisor give up.
     await using t = await startTestMesh(`
@@ -166,6 +190,7 @@ supervisor:
       expect(standby.take([BUN, "other.ts"], { env })).toBeUndefined();
       expect(standby.take([BUN, HOST], { env, cwd: "/" })).toBeUndefined();
       expect(standby.take([BUN, HOST], { env: { ...env, BUN_JSC_forceRAMSize: "1" } })).toBeUndefined();
+      expect(standby.take([BUN, HOST], { env: { ...env, MIMALLOC_PURGE_DELAY: "-1" } })).toBeUndefined();
       // Without --module the host refuses to run: the spare took the assignment and exits with 2.
       const taken = standby.take([BUN, HOST], { env: { ...env, HM_TEST: "1" } });
       expect(taken).toBeDefined();
