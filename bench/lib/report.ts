@@ -87,7 +87,8 @@ export interface MachineInfo {
   date: string;
   /**
    * This process's allocator settings (its MIMALLOC_ variables): it is the client of the actor
-   * scenarios. Members get ALLOCATOR_IDLE_PURGE from their supervisor whatever this says.
+   * scenarios and their supervisor, and the Bun fixtures it spawns inherit them. Members get
+   * this process's value, or ALLOCATOR_IDLE_PURGE where it sets none.
    */
   allocator: string;
 }

@@ -59,15 +59,14 @@ export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string
   };
 }
 
-
 /**
  * How often, at most, Bun's allocator (mimalloc 3) may hand the free memory inside pages still
  * in use back to the system when its thread goes idle. Its default, 100 ms, means a member
  * answering requests one by one (idle between each) has memory taken away every 100 ms and
- * page-faults it back on the next messages: on the machines measured that was 5 to 35% of a
- * client-to-actor round trip, and 40 ms or more of the first burst after a pause
- * (docs/benchmarks.md, "The allocator's idle purge"). At 2 s the round trip keeps its memory
- * while busy, and an idle member still returns it within about 2 s. Deno ignores the variable.
+ * page-faults it back on the next messages: on the machines measured that was up to about a
+ * third of a client-to-actor round trip (docs/benchmarks.md, "The allocator's idle purge").
+ * At 2 s the round trip keeps its memory while busy, and an idle member still returns it
+ * within about 2 s. Deno ignores the variable.
  */
 export const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" } as const;
 

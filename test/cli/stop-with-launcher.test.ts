@@ -88,8 +88,14 @@ async function startMesh(argv: string[], cwd: string) {
   return { proc, tree, port, lines };
 }
 
-/** The environment a process started with, as NAME=value entries. */
-const environOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+/** The environment a process started with, as NAME=value entries; undefined once it is gone. */
+function environOf(pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+  } catch {
+    return undefined;
+  }
+}
 
 function meshFile(dir: string, name: string): string {
   const yaml = join(dir, "mesh.yaml");
@@ -110,9 +116,10 @@ describe("stopping a mesh through what started it", () => {
     const mesh = await startMesh(["node", LAUNCHER, "up", meshFile(dir.path, "term"), "--dir", run, "--port", "0", "--quiet"], dir.path);
     // The CLI the launcher starts, its gateway and its actors: every Bun process of the mesh runs
     // with the allocator setting members get (src/supervisor/member-process.ts).
-    const settings = mesh.tree.map((pid) => environOf(pid).find((entry) => entry.startsWith("MIMALLOC_PURGE_HOLES_MIN_INTERVAL=")));
-    const expected = Object.entries(ALLOCATOR_IDLE_PURGE).map(([name, value]) => `${name}=${value}`);
-    expect(settings).toEqual(mesh.tree.map(() => expected[0]));
+    const [name, value] = Object.entries(ALLOCATOR_IDLE_PURGE)[0]!;
+    const settings = mesh.tree.flatMap((pid) => environOf(pid)?.filter((entry) => entry.startsWith(`${name}=`)) ?? []);
+    expect(settings.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(settings)).toEqual(new Set([`${name}=${value}`]));
     mesh.proc.kill("SIGTERM");
     expect(await mesh.proc.exited).toBe(0);
     await expectAllGone(mesh.tree, mesh.port, run);

@@ -97,25 +97,58 @@ supervisor:
 
   test("members run with the allocator's idle-purge default; an actor's own value wins, spawned fresh", async () => {
     const [name] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
-    await using t = await startTestMesh(`
+    // The supervisor runs in this process: without the variable here, the default is what members get.
+    const inherited = process.env[name!];
+    delete process.env[name!];
+    try {
+      await using t = await startTestMesh(`
 mesh: { name: standby-alloc }
 supervisor:
+  intensity: 5
   children:
     - { actor: plain, module: ${FIXTURE} }
     - { actor: own, module: ${FIXTURE}, env: { ${name}: "250" } }
 `);
-    const client = await t.client();
-    const seen = async (actor: string) => (await client.request(actor, { env: [name] }, { timeoutMs: 5000 })).payload.env;
-    // What this process's environment says, if anything, is passed on instead of the default.
-    expect(await seen("plain")).toEqual({ [name!]: process.env[name!] ?? ALLOCATOR_IDLE_PURGE[name!] });
-    expect(await seen("own")).toEqual({ [name!]: "250" });
-    await waitFor(() => spares().length === 1, "a spare once the mesh is up");
-    const spare = spares()[0]!;
-    const before = t.pid("own");
-    process.kill(before, "SIGKILL");
-    await waitFor(() => t.mesh.registry.byAddress("own")?.health === "healthy" && t.mesh.registry.byAddress("own")?.pid !== before, "own restarted", 10_000);
-    expect(t.pid("own")).not.toBe(spare); // the allocator reads it at start: not a standby's to change
-    expect(await seen("own")).toEqual({ [name!]: "250" });
+      const client = await t.client();
+      const seen = async (actor: string) => (await client.request(actor, { env: [name] }, { timeoutMs: 5000 })).payload.env;
+      expect(await seen("plain")).toEqual({ [name!]: ALLOCATOR_IDLE_PURGE[name!] });
+      expect(await seen("own")).toEqual({ [name!]: "250" });
+      await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+      const spare = spares()[0]!;
+      const restarted = async (actor: string) => {
+        const before = t.pid(actor);
+        process.kill(before, "SIGKILL");
+        await waitFor(() => t.mesh.registry.byAddress(actor)?.health === "healthy" && t.mesh.registry.byAddress(actor)?.pid !== before, `${actor} restarted`, 10_000);
+        return t.pid(actor);
+      };
+      // The allocator reads it at start: not a standby's to change. The spare stays for the next.
+      expect(await restarted("own")).not.toBe(spare);
+      expect(await seen("own")).toEqual({ [name!]: "250" });
+      expect(await restarted("plain")).toBe(spare);
+      expect(await seen("plain")).toEqual({ [name!]: ALLOCATOR_IDLE_PURGE[name!] });
+    } finally {
+      if (inherited === undefined) delete process.env[name!];
+      else process.env[name!] = inherited;
+    }
+  }, 30_000);
+
+  test("a value of the allocator variable in the supervisor's environment is passed on as it is", async () => {
+    const [name] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
+    const inherited = process.env[name!];
+    process.env[name!] = "500";
+    try {
+      await using t = await startTestMesh(`
+mesh: { name: standby-alloc-env }
+supervisor:
+  children:
+    - { actor: plain, module: ${FIXTURE} }
+`);
+      const client = await t.client();
+      expect((await client.request("plain", { env: [name] }, { timeoutMs: 5000 })).payload.env).toEqual({ [name!]: "500" });
+    } finally {
+      if (inherited === undefined) delete process.env[name!];
+      else process.env[name!] = inherited;
+    }
   }, 30_000);
 
   test("a spare that dies before it took on the start does not cost the actor its restart", async () => {
