@@ -96,8 +96,9 @@ const DEFERRED = "hermes-deferred";
  *   (and actors run from source, with a warning). Bun resolves builtins before any plugin sees
  *   them, so the importing source gets the stand-in's name in place of the builtin's.
  * - msgpackr's native string extractor is found at run time by node-gyp-build, which costs
- *   about 5 ms (the binary itself loads in 1): the binary's path is looked up once, here, and
- *   the bundle loads it directly (or through node-gyp-build, as before, if it is gone).
+ *   about 5 ms: the binary's path is looked up once, here, and the bundle loads it directly
+ *   (or through node-gyp-build, if it is gone), and only once the process is busy
+ *   (NATIVE_STRINGS_AFTER).
  * - Without `variant.nats`, mesh/nats-transport.ts and mesh/nats-registry.ts (and with them the
  *   NATS client) are replaced by stand-ins whose functions throw: a mesh on sockets never calls
  *   them (the supervisor picks the variant from the mesh file, and members join over NATS only
@@ -151,7 +152,23 @@ function deferredBuiltin(name: string): string {
   ].join("\n");
 }
 
-/** `msgpackr-extract`'s exports, from the binary node-gyp-build finds now (a computed require: the bundler leaves it alone). */
+/**
+ * Bodies with strings an actor process decodes before it loads msgpackr's native string
+ * extractor (an N-API addon that brings libstdc++ along). Loaded at start, it cost the bundled
+ * host 1.6 MB of RSS and 3 to 10 ms of its import (docs/benchmarks.md, "What one message costs a
+ * member that was idle"): an actor that stays quiet never pays it, and one under load loads it
+ * within its first thousand or so messages, where it makes each envelope with strings cheaper
+ * to read (13% of a sink's CPU per event).
+ */
+export const NATIVE_STRINGS_AFTER = 2000;
+
+/**
+ * `msgpackr-extract` as the bundle sees it: the binary node-gyp-build finds now (a computed
+ * require: the bundler leaves it alone), loaded on the NATIVE_STRINGS_AFTER-th call of
+ * `extractStrings`. Until then each call throws a shared value, and msgpackr reads that body's
+ * strings itself (it falls back so when an extraction fails: unpack.js `tryExtractStrings`).
+ * Without a binary here, the bundle requires `msgpackr-extract` at start as msgpackr would.
+ */
 function nativeExtractor(): string {
   let binary: string | undefined;
   try {
@@ -161,10 +178,24 @@ function nativeExtractor(): string {
   } catch {
     // Not installed here: msgpackr runs without it, as it would from source.
   }
-  return `const at = ${JSON.stringify(binary ?? null)}, finder = "msgpackr-extract";
-let extractor;
-try { extractor = at === null ? require(finder) : require(at); } catch { extractor = require(finder); }
-module.exports = extractor;`;
+  if (binary === undefined) return `module.exports = require("msgpackr-extract".slice(0));`;
+  return `const at = ${JSON.stringify(binary)}, finder = "msgpackr-extract";
+const NOT_YET = { reason: "msgpackr's native string extractor is not loaded yet" };
+let extract, calls = 0;
+function load() {
+  try { return require(at).extractStrings; } catch {}
+  try { return require(finder).extractStrings; } catch { return null; }
+}
+module.exports = {
+  extractStrings(start, end, buffer) {
+    if (extract === undefined) {
+      if (++calls < ${NATIVE_STRINGS_AFTER}) throw NOT_YET;
+      extract = load();
+    }
+    if (extract === null) throw NOT_YET;
+    return extract(start, end, buffer);
+  },
+};`;
 }
 
 /**

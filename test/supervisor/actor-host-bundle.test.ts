@@ -1,10 +1,13 @@
 /**
  * The actor host bundle comes in two variants: a mesh on sockets runs one without the NATS
- * client, a mesh over NATS the full one (test/nats/ runs actors from it).
+ * client, a mesh over NATS the full one (test/nats/ runs actors from it). An actor loads
+ * msgpackr's native string extractor only once it is busy, and reads strings the same before
+ * and after.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { actorHostEntry, HOST_SOURCE } from "../../src/supervisor/actor-host-bundle.ts";
+import { actorHostEntry, HOST_SOURCE, NATIVE_STRINGS_AFTER } from "../../src/supervisor/actor-host-bundle.ts";
+import { startTestMesh } from "../actor/mesh-harness.ts";
 
 describe("actor host bundle", () => {
   test("a mesh on sockets gets a bundle without the NATS client, its NATS stand-ins carrying the reason", async () => {
@@ -21,5 +24,28 @@ describe("actor host bundle", () => {
     expect(withoutNats.length).toBeLessThan(withNats.length / 2);
     // Asked again, the same file: built once per variant and version of the sources.
     expect(await actorHostEntry(undefined, {})).toBe(sockets);
+  }, 60_000);
+
+  test("an actor loads msgpackr's native string extractor once busy, and reads strings the same before and after", async () => {
+    if (process.env.HERMES_ACTOR_HOST === "source") return; // from source msgpackr loads it at import
+    await using t = await startTestMesh(`
+mesh: { name: lazy-native }
+supervisor:
+  children:
+    - { actor: echo, module: "{ACTORS}/echo.ts" }
+`);
+    const pid = t.pid("echo");
+    const mapped = () => readFileSync(`/proc/${pid}/maps`, "utf8").includes("msgpackr-extract");
+    const client = await t.client();
+    // Short and long strings, ASCII and not, as keys and as values: both of msgpackr's readers.
+    const payload = (i: number) => ({ text: `n${i} ${"ü€😀".repeat(i % 7)}`, long: "x".repeat(70 + (i % 50)), [`key ${i % 3} é`]: ["a", "ß".repeat(20)] });
+    const answered = async (i: number) => expect((await client.request("echo", payload(i), { timeoutMs: 5000 })).payload).toEqual(payload(i));
+    await answered(0);
+    expect(mapped()).toBe(false);
+    let sent = 1;
+    while (!mapped() && sent < 3 * NATIVE_STRINGS_AFTER) await answered(sent++);
+    expect(mapped()).toBe(true);
+    expect(sent).toBeGreaterThan(NATIVE_STRINGS_AFTER / 4); // not at once
+    for (let i = 0; i < 200; i++) await answered(sent + i); // the native reader's strings
   }, 60_000);
 });
