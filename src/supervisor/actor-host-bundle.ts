@@ -153,12 +153,13 @@ function deferredBuiltin(name: string): string {
 }
 
 /**
- * Bodies with strings an actor process decodes before it loads msgpackr's native string
- * extractor (an N-API addon that brings libstdc++ along). Loaded at start, it cost the bundled
- * host 1.6 MB of RSS and 3 to 10 ms of its import (docs/benchmarks.md, "What one message costs a
- * member that was idle"): an actor that stays quiet never pays it, and one under load loads it
- * within its first thousand or so messages, where it makes each envelope with strings cheaper
- * to read (13% of a sink's CPU per event).
+ * Bodies an actor process decodes whose strings msgpackr hands to its native string extractor
+ * (any string of 32 bytes or more, or shorter ones in a longer body; control traffic counts
+ * too) before it loads the extractor, an N-API addon that brings libstdc++ along. Loaded at
+ * start, it cost the bundled host 1.6 MB of RSS and 3 to 10 ms of its import (docs/benchmarks.md,
+ * "What one message costs a member that was idle"): an actor that stays quiet does not pay it,
+ * and one under load pays it once, a few ms in the middle of one message, within its first
+ * 2,000 messages (one or two calls each), from where each envelope with strings is cheaper to read (13% of a sink's CPU per event).
  */
 export const NATIVE_STRINGS_AFTER = 2000;
 
@@ -179,6 +180,7 @@ function nativeExtractor(): string {
     // Not installed here: msgpackr runs without it, as it would from source.
   }
   if (binary === undefined) return `module.exports = require("msgpackr-extract".slice(0));`;
+  // A binary gone since the build (the bundle is cached by the sources only): as msgpackr would.
   return `const at = ${JSON.stringify(binary)}, finder = "msgpackr-extract";
 const NOT_YET = { reason: "msgpackr's native string extractor is not loaded yet" };
 let extract, calls = 0;
@@ -186,7 +188,8 @@ function load() {
   try { return require(at).extractStrings; } catch {}
   try { return require(finder).extractStrings; } catch { return null; }
 }
-module.exports = {
+if (!require("node:fs").existsSync(at)) module.exports = require(finder);
+else module.exports = {
   extractStrings(start, end, buffer) {
     if (extract === undefined) {
       if (++calls < ${NATIVE_STRINGS_AFTER}) throw NOT_YET;

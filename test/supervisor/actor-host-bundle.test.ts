@@ -9,6 +9,11 @@ import { readFileSync } from "node:fs";
 import { actorHostEntry, HOST_SOURCE, NATIVE_STRINGS_AFTER } from "../../src/supervisor/actor-host-bundle.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
 
+// From source msgpackr loads the extractor at import; without a binary, or with msgpackr's
+// switch off, there is nothing to load.
+const lazy = process.env.HERMES_ACTOR_HOST !== "source" && process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined &&
+  readFileSync(await actorHostEntry(undefined, {}), "utf8").includes("native string extractor is not loaded yet");
+
 describe("actor host bundle", () => {
   test("a mesh on sockets gets a bundle without the NATS client, its NATS stand-ins carrying the reason", async () => {
     const sockets = await actorHostEntry(undefined, {});
@@ -26,8 +31,7 @@ describe("actor host bundle", () => {
     expect(await actorHostEntry(undefined, {})).toBe(sockets);
   }, 60_000);
 
-  test("an actor loads msgpackr's native string extractor once busy, and reads strings the same before and after", async () => {
-    if (process.env.HERMES_ACTOR_HOST === "source") return; // from source msgpackr loads it at import
+  test.skipIf(!lazy)("an actor loads msgpackr's native string extractor once busy, and reads strings the same before and after", async () => {
     await using t = await startTestMesh(`
 mesh: { name: lazy-native }
 supervisor:
@@ -45,7 +49,8 @@ supervisor:
     let sent = 1;
     while (!mapped() && sent < 3 * NATIVE_STRINGS_AFTER) await answered(sent++);
     expect(mapped()).toBe(true);
-    expect(sent).toBeGreaterThan(NATIVE_STRINGS_AFTER / 4); // not at once
+    // One or two calls per request (a body whose map keys need the exact reading is read twice), not at once.
+    expect(sent).toBeGreaterThan(NATIVE_STRINGS_AFTER / 4);
     for (let i = 0; i < 200; i++) await answered(sent + i); // the native reader's strings
   }, 60_000);
 });
