@@ -58,9 +58,10 @@ if (!bun) {
   process.exit(127);
 }
 
-// Bun's allocator returns idle memory every 2 s at most rather than every 100 ms, which round
-// trips paid for in page faults: ALLOCATOR_IDLE_PURGE in src/supervisor/member-process.ts, which
-// sets the same for every member; test/cli/stop-with-launcher.test.ts checks the two agree.
+// Bun's allocator may return the free memory of pages in use every 100 ms of waiting, and round
+// trips paid it back in page faults: every 2 s at most, as ALLOCATOR_IDLE_PURGE in
+// src/supervisor/member-process.ts sets for every member (test/cli/stop-with-launcher.test.ts
+// checks the two agree).
 const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" };
 const env = { ...ALLOCATOR_IDLE_PURGE, ...process.env };
 const child = spawn(bun, [cli, ...process.argv.slice(2)], { stdio: "inherit", env });

@@ -153,13 +153,13 @@ function deferredBuiltin(name: string): string {
 }
 
 /**
- * Bodies an actor process decodes whose strings msgpackr hands to its native string extractor
- * (any string of 32 bytes or more, or shorter ones in a longer body; control traffic counts
- * too) before it loads the extractor, an N-API addon that brings libstdc++ along. Loaded at
- * start, it cost the bundled host 1.6 MB of RSS and 3 to 10 ms of its import (docs/benchmarks.md,
- * "What one message costs a member that was idle"): an actor that stays quiet does not pay it,
- * and one under load pays it once, a few ms in the middle of one message, within its first
- * 2,000 messages (one or two calls each), from where each envelope with strings is cheaper to read (13% of a sink's CPU per event).
+ * Calls msgpackr makes to its native string extractor, an N-API addon that brings libstdc++
+ * along, before an actor process loads it: one or two per body with a string of 32 bytes or
+ * more (or shorter ones in a longer body), control traffic included. Loaded at start, it cost
+ * the bundled host 1.6 MB of RSS and 3 to 11 ms of its import (docs/benchmarks.md, eighth
+ * session, "A member's boot is about 0.1 CPU-s"). An actor that stays quiet does not pay it;
+ * one under load pays it once, a few ms in the middle of one message within its first 2,000,
+ * and from then on reads strings faster (without it a sink spends 13% more CPU per event).
  */
 export const NATIVE_STRINGS_AFTER = 2000;
 
@@ -180,7 +180,8 @@ function nativeExtractor(): string {
     // Not installed here: msgpackr runs without it, as it would from source.
   }
   if (binary === undefined) return `module.exports = require("msgpackr-extract".slice(0));`;
-  // A binary gone since the build (the bundle is cached by the sources only): as msgpackr would.
+  // The generated module checks at start: a binary gone since the build (the bundle is cached by
+  // the sources only) is required through node-gyp-build, as msgpackr would.
   return `const at = ${JSON.stringify(binary)}, finder = "msgpackr-extract";
 const NOT_YET = { reason: "msgpackr's native string extractor is not loaded yet" };
 let extract, calls = 0;

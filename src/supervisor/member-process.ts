@@ -41,9 +41,10 @@ export interface MeshSettings {
 }
 
 /**
- * The environment changes every member of the mesh gets: the mesh-wide settings, and the
- * `hidden` variables removed (unless `hiding` is false: the settings alone, which override
- * whatever a member's own variables say).
+ * The environment changes every member of the mesh gets: the mesh-wide settings, the `hidden`
+ * variables removed and the allocatorDefaults() added beneath the member's own variables
+ * (unless `hiding` is false: the settings alone, which override whatever a member's own
+ * variables say).
  */
 export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string | undefined> {
   return {

@@ -95,12 +95,24 @@ supervisor:
     expect(spares()).toEqual([spare]); // still waiting
   }, 30_000);
 
-  test("members run with the allocator's idle-purge default; an actor's own value wins, spawned fresh", async () => {
-    const [name] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
-    // The supervisor runs in this process: without the variable here, the default is what members get.
-    const inherited = process.env[name!];
-    delete process.env[name!];
+  const [ALLOCATOR_VAR] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
+  /** Runs `body` with the allocator variable set to `value` (or unset) in this process, the supervisor's. */
+  async function withAllocatorVar(value: string | undefined, body: () => Promise<void>): Promise<void> {
+    const inherited = process.env[ALLOCATOR_VAR!];
+    if (value === undefined) delete process.env[ALLOCATOR_VAR!];
+    else process.env[ALLOCATOR_VAR!] = value;
     try {
+      await body();
+    } finally {
+      if (inherited === undefined) delete process.env[ALLOCATOR_VAR!];
+      else process.env[ALLOCATOR_VAR!] = inherited;
+    }
+  }
+
+  test("members run with the allocator's idle-purge default; an actor's own value wins, spawned fresh", () =>
+    // Without the variable here, the default is what members get.
+    withAllocatorVar(undefined, async () => {
+      const name = ALLOCATOR_VAR!;
       await using t = await startTestMesh(`
 mesh: { name: standby-alloc }
 supervisor:
@@ -111,8 +123,8 @@ supervisor:
 `);
       const client = await t.client();
       const seen = async (actor: string) => (await client.request(actor, { env: [name] }, { timeoutMs: 5000 })).payload.env;
-      expect(await seen("plain")).toEqual({ [name!]: ALLOCATOR_IDLE_PURGE[name!] });
-      expect(await seen("own")).toEqual({ [name!]: "250" });
+      expect(await seen("plain")).toEqual({ [name]: ALLOCATOR_IDLE_PURGE[name] });
+      expect(await seen("own")).toEqual({ [name]: "250" });
       await waitFor(() => spares().length === 1, "a spare once the mesh is up");
       const spare = spares()[0]!;
       const restarted = async (actor: string) => {
@@ -123,20 +135,13 @@ supervisor:
       };
       // The allocator reads it at start: not a standby's to change. The spare stays for the next.
       expect(await restarted("own")).not.toBe(spare);
-      expect(await seen("own")).toEqual({ [name!]: "250" });
+      expect(await seen("own")).toEqual({ [name]: "250" });
       expect(await restarted("plain")).toBe(spare);
-      expect(await seen("plain")).toEqual({ [name!]: ALLOCATOR_IDLE_PURGE[name!] });
-    } finally {
-      if (inherited === undefined) delete process.env[name!];
-      else process.env[name!] = inherited;
-    }
-  }, 30_000);
+      expect(await seen("plain")).toEqual({ [name]: ALLOCATOR_IDLE_PURGE[name] });
+    }), 30_000);
 
-  test("a value of the allocator variable in the supervisor's environment is passed on as it is", async () => {
-    const [name] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
-    const inherited = process.env[name!];
-    process.env[name!] = "500";
-    try {
+  test("a value of the allocator variable in the supervisor's environment is passed on as it is", () =>
+    withAllocatorVar("500", async () => {
       await using t = await startTestMesh(`
 mesh: { name: standby-alloc-env }
 supervisor:
@@ -144,12 +149,8 @@ supervisor:
     - { actor: plain, module: ${FIXTURE} }
 `);
       const client = await t.client();
-      expect((await client.request("plain", { env: [name] }, { timeoutMs: 5000 })).payload.env).toEqual({ [name!]: "500" });
-    } finally {
-      if (inherited === undefined) delete process.env[name!];
-      else process.env[name!] = inherited;
-    }
-  }, 30_000);
+      expect((await client.request("plain", { env: [ALLOCATOR_VAR] }, { timeoutMs: 5000 })).payload.env).toEqual({ [ALLOCATOR_VAR!]: "500" });
+    }), 30_000);
 
   test("a spare that dies before it took on the start does not cost the actor its restart", async () => {
     // Default settings: a second failure within 5 s would make the supervisor give up.
