@@ -52,6 +52,8 @@ interface Run {
   burst: number;
   sent: number;
   rates: number[];
+  /** When its last burst ended (performance.now()). */
+  lastEnd?: number;
 }
 
 /** One burst of `n` messages; returns messages per second, end to end. */
@@ -106,12 +108,21 @@ export async function runStream(options: ScenarioOptions): Promise<ScenarioResul
       // At least 10,000 messages a burst (2,000 in --quick, whose slices are a few dozen ms).
       run.burst = Math.round(Math.min(20_000_000, Math.max(options.quick ? 2_000 : 10_000, (rate * sliceMs) / 1000)));
     }
+    // How long each session sat idle between its bursts, while the others had their turns.
+    const pauses: number[] = [];
     for (let round = 0; round < options.rounds; round++) {
       progress(`stream: round ${round + 1}/${options.rounds} (${runs.length} sessions, ~${Math.round(sliceMs)} ms each)`);
       for (const run of rotated(runs, round)) {
+        if (run.lastEnd !== undefined) pauses.push(performance.now() - run.lastEnd);
         run.rates.push(await placedBurst(run, run.burst));
+        run.lastEnd = performance.now();
         run.sent += run.burst;
       }
+    }
+    if (pauses.length > 0) {
+      const pause = median(pauses);
+      const cold = pause > 2000 ? `: longer than the 2 s after which Bun's allocator hands back the memory a burst needs, in the actor processes, this process and the Bun fixtures alike, so every burst starts cold (docs/benchmarks.md, "The allocator's idle purge")` : "";
+      notes.push(`stream: each session waited ${(pause / 1000).toFixed(2)} s (median) between its bursts while the others had their turns${cold}`);
     }
     for (const run of runs) {
       const received = await run.session.received();
