@@ -12,7 +12,7 @@
  * Run: `bun bench/wakeup.ts [members] [updates] [gap ms]` (default 20, 200, 20).
  */
 import { join } from "node:path";
-import { allocatorDefaults } from "../src/supervisor/member-process.ts";
+import { runtimeDefaults } from "../src/supervisor/member-process.ts";
 import { cpuByThread, cpuNanoseconds } from "./lib/cpu-time.ts";
 import { ACTORS_DIR, startBenchMesh } from "./lib/mesh.ts";
 import { tempDir } from "./lib/scenario.ts";
@@ -27,7 +27,7 @@ async function bareServer(): Promise<number> {
   using dir = tempDir();
   const path = join(dir.path, "echo.sock");
   const code = `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data(s, d) { s.write(d); } } }); console.log("up");`;
-  const server = Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...allocatorDefaults() } });
+  const server = Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...runtimeDefaults() } });
   try {
     await server.stdout.getReader().read(); // its "up"
     let echoed = 0;

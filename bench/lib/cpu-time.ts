@@ -89,3 +89,19 @@ export function childrenQuiet(options: { except?: () => number | undefined; cpuM
     return quiet;
   };
 }
+
+/**
+ * Minor page faults of process `pid` ("self" for this one), all threads: field 10 of
+ * /proc/<pid>/stat; NaN when it cannot be read. Each is a trap into the kernel, and on some
+ * virtual machines a costly one (about 10 us per 4 KiB page on the 2-core boxes measured in
+ * docs/benchmarks.md, "Page faults"), so memory handed back and touched again shows here.
+ */
+export function minorFaults(pid: number | "self"): number {
+  try {
+    // The command name, in parentheses, may hold spaces: count fields after its closing one.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[7]);
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, release } from "node:os";
 import { join } from "node:path";
+import { minorFaults } from "./cpu-time.ts";
 import { taskset } from "./placement.ts";
 
 /** One measured figure. */
@@ -86,11 +87,28 @@ export interface MachineInfo {
   commit: string;
   date: string;
   /**
-   * This process's allocator settings (its MIMALLOC_ variables): it is the client of the actor
-   * scenarios and their supervisor, and the Bun fixtures it spawns inherit them. Members get
-   * this process's value, or ALLOCATOR_IDLE_PURGE where it sets none.
+   * This process's allocator and compiler settings (its MIMALLOC_ and BUN_JSC_ variables): it is
+   * the client of the actor scenarios and their supervisor, and the Bun fixtures it spawns
+   * inherit them. Members get this process's values, or MEMBER_RUNTIME_DEFAULTS where it sets none.
    */
   allocator: string;
+  /**
+   * What one minor page fault costs this process, in us (32 MiB of fresh memory touched a page
+   * at a time); NaN without /proc. About 0.1 to 0.5 on bare metal; on the paravirtualised 2-core
+   * boxes of docs/benchmarks.md about 11, which makes memory handed back and touched again, and
+   * each new process's first pages, a visible cost.
+   */
+  pageFaultUs: number;
+}
+
+/** The time per minor page fault of touching `bytes` of fresh memory once per 4 KiB page. */
+export function pageFaultMicros(bytes = 32 << 20): number {
+  const before = minorFaults("self");
+  const t0 = Bun.nanoseconds();
+  const view = new Uint8Array(bytes);
+  for (let i = 0; i < bytes; i += 4096) view[i] = 1;
+  const faults = minorFaults("self") - before;
+  return faults > 0 ? (Bun.nanoseconds() - t0) / 1000 / faults : Number.NaN;
 }
 
 export function machineInfo(): MachineInfo {
@@ -103,7 +121,8 @@ export function machineInfo(): MachineInfo {
   return {
     cpuModel, cores: availableParallelism(), bun: Bun.version, kernel: release(), taskset: taskset() !== null,
     load: loadavg()[0]!, commit: process.env.BENCH_COMMIT ?? gitCommit(), date: new Date().toISOString(),
-    allocator: Object.entries(process.env).filter(([name]) => name.startsWith("MIMALLOC_")).map(([name, value]) => `${name}=${value}`).join(" ") || "Bun's defaults",
+    pageFaultUs: pageFaultMicros(),
+    allocator: Object.entries(process.env).filter(([name]) => /^(MIMALLOC_|BUN_JSC_)/.test(name)).map(([name, value]) => `${name}=${value}`).join(" ") || "Bun's defaults",
   };
 }
 
@@ -134,7 +153,8 @@ function packageVersion(root: string): string {
 
 export function formatMachine(m: MachineInfo): string {
   return `machine: ${m.cpuModel}, ${m.cores} cores, Bun ${m.bun}, Linux ${m.kernel}, taskset ${m.taskset ? "yes" : "no (unpinned)"}, ` +
-    `load average ${m.load.toFixed(2)} at start, commit ${m.commit}, this process's allocator: ${m.allocator}`;
+    `load average ${m.load.toFixed(2)} at start, a page fault ${Number.isNaN(m.pageFaultUs) ? "not measured" : `${m.pageFaultUs.toFixed(1)} us`}, commit ${m.commit}, ` +
+    `this process's allocator and compiler settings: ${m.allocator}`;
 }
 
 /** A one-line progress indicator on stderr: rewritten in place on a terminal, one line each otherwise. */

@@ -58,12 +58,18 @@ if (!bun) {
   process.exit(127);
 }
 
-// Bun's allocator may return the free memory of pages in use every 100 ms of waiting, and round
-// trips paid it back in page faults: every 2 s at most, as ALLOCATOR_IDLE_PURGE in
-// src/supervisor/member-process.ts sets for every member (test/cli/stop-with-launcher.test.ts
-// checks the two agree).
-const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" };
-const env = { ...ALLOCATOR_IDLE_PURGE, ...process.env };
+// The runtime settings every member of a mesh starts with, MEMBER_RUNTIME_DEFAULTS in
+// src/supervisor/member-process.ts (test/cli/stop-with-launcher.test.ts checks the two agree):
+// Bun's allocator returns the free memory of pages in use at most every 2 s of waiting, not
+// every 100 ms (round trips paid it back in page faults), and JavaScriptCore compiles a
+// function after 2,000 and 10,000 runs, not 500 and 1,000 (code run now and then stays
+// uncompiled). A value in the environment wins.
+const MEMBER_RUNTIME_DEFAULTS = {
+  MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000",
+  BUN_JSC_thresholdForJITAfterWarmUp: "2000",
+  BUN_JSC_thresholdForOptimizeAfterWarmUp: "10000",
+};
+const env = { ...MEMBER_RUNTIME_DEFAULTS, ...process.env };
 const child = spawn(bun, [cli, ...process.argv.slice(2)], { stdio: "inherit", env });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   // A terminal's Ctrl-C reaches the whole process group; the CLI ignores a second copy.

@@ -42,7 +42,7 @@ export interface MeshSettings {
 
 /**
  * The environment changes every member of the mesh gets: the mesh-wide settings, the `hidden`
- * variables removed and the allocatorDefaults() added beneath the member's own variables
+ * variables removed and the runtimeDefaults() added beneath the member's own variables
  * (unless `hiding` is false: the settings alone, which override whatever a member's own
  * variables say).
  */
@@ -50,7 +50,7 @@ export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string
   return {
     ...(hiding && Object.fromEntries(ctx.hidden.map((name) => [name, undefined]))),
     // Defaults a member's own variables (or this process's) may override.
-    ...(hiding && allocatorDefaults()),
+    ...(hiding && runtimeDefaults()),
     ...(ctx.token !== undefined && { HERMES_MESH_TOKEN: ctx.token }),
     ...(ctx.nats && { HERMES_NATS: JSON.stringify(ctx.nats) }),
     ...(!ctx.events && { HERMES_EVENTS: "0" }),
@@ -72,12 +72,28 @@ export function meshEnv(ctx: MeshSettings, hiding = true): Record<string, string
 export const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" } as const;
 
 /**
- * ALLOCATOR_IDLE_PURGE, for the variables this process's environment does not set already
+ * How many times JavaScriptCore runs a function before it compiles it: 2,000 for its baseline
+ * JIT and 10,000 for its optimising one (its own defaults are 500 and 1,000). A member runs much
+ * of its code only a few hundred or thousand times: its start, each registry update, a message
+ * now and then. With the defaults it compiled that code on its compiler thread, and on two cores
+ * that CPU came out of the start of the next member and of the busy ones' messages. Measured
+ * (docs/benchmarks.md, "When members compile their code"): a 50-actor start in about a fifth
+ * less time with about a quarter less CPU, a sporadic message at about 0.6 of its CPU, kill -9
+ * to the next answer a few ms sooner, and no steady path slower (code run that often is compiled
+ * anyway, a few ms later). Deno ignores the variables.
+ */
+export const JIT_WARM_UP = { BUN_JSC_thresholdForJITAfterWarmUp: "2000", BUN_JSC_thresholdForOptimizeAfterWarmUp: "10000" } as const;
+
+/** The runtime settings every member starts with, unless its environment gives its own. */
+export const MEMBER_RUNTIME_DEFAULTS = { ...ALLOCATOR_IDLE_PURGE, ...JIT_WARM_UP } as const;
+
+/**
+ * MEMBER_RUNTIME_DEFAULTS, for the variables this process's environment does not set already
  * (a value given there is passed on as it is).
  *
  * @example
- * Bun.spawn(cmd, { env: { ...process.env, ...allocatorDefaults() } });
+ * Bun.spawn(cmd, { env: { ...process.env, ...runtimeDefaults() } });
  */
-export function allocatorDefaults(env: Record<string, string | undefined> = process.env): Record<string, string> {
-  return Object.fromEntries(Object.entries(ALLOCATOR_IDLE_PURGE).filter(([name]) => env[name] === undefined));
+export function runtimeDefaults(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(MEMBER_RUNTIME_DEFAULTS).filter(([name]) => env[name] === undefined));
 }

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { ALLOCATOR_IDLE_PURGE } from "../../src/supervisor/member-process.ts";
+import { MEMBER_RUNTIME_DEFAULTS } from "../../src/supervisor/member-process.ts";
 import { BUN, tempDir, waitFor } from "../helpers.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -66,9 +66,9 @@ afterEach(() => {
 
 /** Starts `argv` (a launcher of `up`), waits for the mesh to be up, and returns what it spawned. */
 async function startMesh(argv: string[], cwd: string) {
-  // Without the allocator variables: what the launcher and the supervisor set is what is seen.
+  // Without the runtime variables: what the launcher and the supervisor set is what is seen.
   const env: Record<string, string | undefined> = { ...process.env, PATH: `/usr/bin:/bin:${process.env.PATH}` };
-  for (const name of Object.keys(ALLOCATOR_IDLE_PURGE)) delete env[name];
+  for (const name of Object.keys(MEMBER_RUNTIME_DEFAULTS)) delete env[name];
   const proc = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore", env });
   leftovers.push(proc.pid);
   const lines: string[] = [];
@@ -115,11 +115,12 @@ describe("stopping a mesh through what started it", () => {
     const run = join(dir.path, "run");
     const mesh = await startMesh(["node", LAUNCHER, "up", meshFile(dir.path, "term"), "--dir", run, "--port", "0", "--quiet"], dir.path);
     // The CLI the launcher starts, its gateway and its actors: every Bun process of the mesh runs
-    // with the allocator setting members get (src/supervisor/member-process.ts).
-    const [name, value] = Object.entries(ALLOCATOR_IDLE_PURGE)[0]!;
-    const settings = mesh.tree.flatMap((pid) => environOf(pid)?.filter((entry) => entry.startsWith(`${name}=`)) ?? []);
-    expect(settings.length).toBeGreaterThanOrEqual(4);
-    expect(new Set(settings)).toEqual(new Set([`${name}=${value}`]));
+    // with the runtime settings members get (src/supervisor/member-process.ts).
+    for (const [name, value] of Object.entries(MEMBER_RUNTIME_DEFAULTS)) {
+      const settings = mesh.tree.flatMap((pid) => environOf(pid)?.filter((entry) => entry.startsWith(`${name}=`)) ?? []);
+      expect(settings.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(settings)).toEqual(new Set([`${name}=${value}`]));
+    }
     mesh.proc.kill("SIGTERM");
     expect(await mesh.proc.exited).toBe(0);
     await expectAllGone(mesh.tree, mesh.port, run);

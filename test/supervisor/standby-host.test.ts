@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
 import { childPids } from "../../bench/lib/cpu-time.ts";
 import { createLogger } from "../../mesh/logger.ts";
-import { ALLOCATOR_IDLE_PURGE } from "../../src/supervisor/member-process.ts";
+import { ALLOCATOR_IDLE_PURGE, JIT_WARM_UP, MEMBER_RUNTIME_DEFAULTS } from "../../src/supervisor/member-process.ts";
 import { StandbyHost } from "../../src/supervisor/standby-host.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
@@ -96,35 +96,39 @@ supervisor:
   }, 30_000);
 
   const [ALLOCATOR_VAR] = Object.keys(ALLOCATOR_IDLE_PURGE) as (keyof typeof ALLOCATOR_IDLE_PURGE)[];
-  /** Runs `body` with the allocator variable set to `value` (or unset) in this process, the supervisor's. */
-  async function withAllocatorVar(value: string | undefined, body: () => Promise<void>): Promise<void> {
-    const inherited = process.env[ALLOCATOR_VAR!];
-    if (value === undefined) delete process.env[ALLOCATOR_VAR!];
-    else process.env[ALLOCATOR_VAR!] = value;
+  const [JIT_VAR] = Object.keys(JIT_WARM_UP) as (keyof typeof JIT_WARM_UP)[];
+  const RUNTIME_VARS = Object.keys(MEMBER_RUNTIME_DEFAULTS);
+  /** Runs `body` with the runtime variables of this process (the supervisor's) as `values` says, the others unset. */
+  async function withRuntimeVars(values: Record<string, string>, body: () => Promise<void>): Promise<void> {
+    const inherited = Object.fromEntries(RUNTIME_VARS.map((name) => [name, process.env[name]]));
+    for (const name of RUNTIME_VARS) delete process.env[name];
+    Object.assign(process.env, values);
     try {
       await body();
     } finally {
-      if (inherited === undefined) delete process.env[ALLOCATOR_VAR!];
-      else process.env[ALLOCATOR_VAR!] = inherited;
+      for (const [name, value] of Object.entries(inherited)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
     }
   }
 
-  test("members run with the allocator's idle-purge default; an actor's own value wins, spawned fresh", () =>
-    // Without the variable here, the default is what members get.
-    withAllocatorVar(undefined, async () => {
-      const name = ALLOCATOR_VAR!;
+  test("members run with the runtime defaults (allocator, compiler); an actor's own value wins, spawned fresh", () =>
+    // Without the variables here, the defaults are what members get.
+    withRuntimeVars({}, async () => {
       await using t = await startTestMesh(`
 mesh: { name: standby-alloc }
 supervisor:
   intensity: 5
   children:
     - { actor: plain, module: ${FIXTURE} }
-    - { actor: own, module: ${FIXTURE}, env: { ${name}: "250" } }
+    - { actor: own, module: ${FIXTURE}, env: { ${ALLOCATOR_VAR}: "250", ${JIT_VAR}: "700" } }
 `);
       const client = await t.client();
-      const seen = async (actor: string) => (await client.request(actor, { env: [name] }, { timeoutMs: 5000 })).payload.env;
-      expect(await seen("plain")).toEqual({ [name]: ALLOCATOR_IDLE_PURGE[name] });
-      expect(await seen("own")).toEqual({ [name]: "250" });
+      const seen = async (actor: string) => (await client.request(actor, { env: RUNTIME_VARS }, { timeoutMs: 5000 })).payload.env;
+      const own = { ...MEMBER_RUNTIME_DEFAULTS, [ALLOCATOR_VAR!]: "250", [JIT_VAR!]: "700" };
+      expect(await seen("plain")).toEqual({ ...MEMBER_RUNTIME_DEFAULTS });
+      expect(await seen("own")).toEqual(own);
       await waitFor(() => spares().length === 1, "a spare once the mesh is up");
       const spare = spares()[0]!;
       const restarted = async (actor: string) => {
@@ -133,15 +137,15 @@ supervisor:
         await waitFor(() => t.mesh.registry.byAddress(actor)?.health === "healthy" && t.mesh.registry.byAddress(actor)?.pid !== before, `${actor} restarted`, 10_000);
         return t.pid(actor);
       };
-      // The allocator reads it at start: not a standby's to change. The spare stays for the next.
+      // Bun reads them at start: not a standby's to change. The spare stays for the next.
       expect(await restarted("own")).not.toBe(spare);
-      expect(await seen("own")).toEqual({ [name]: "250" });
+      expect(await seen("own")).toEqual(own);
       expect(await restarted("plain")).toBe(spare);
-      expect(await seen("plain")).toEqual({ [name]: ALLOCATOR_IDLE_PURGE[name] });
+      expect(await seen("plain")).toEqual({ ...MEMBER_RUNTIME_DEFAULTS });
     }), 30_000);
 
-  test("a value of the allocator variable in the supervisor's environment is passed on as it is", () =>
-    withAllocatorVar("500", async () => {
+  test("a runtime variable's value in the supervisor's environment is passed on as it is", () =>
+    withRuntimeVars({ [ALLOCATOR_VAR!]: "500", [JIT_VAR!]: "800" }, async () => {
       await using t = await startTestMesh(`
 mesh: { name: standby-alloc-env }
 supervisor:
@@ -149,7 +153,7 @@ supervisor:
     - { actor: plain, module: ${FIXTURE} }
 `);
       const client = await t.client();
-      expect((await client.request("plain", { env: [ALLOCATOR_VAR] }, { timeoutMs: 5000 })).payload.env).toEqual({ [ALLOCATOR_VAR!]: "500" });
+      expect((await client.request("plain", { env: RUNTIME_VARS }, { timeoutMs: 5000 })).payload.env).toEqual({ ...MEMBER_RUNTIME_DEFAULTS, [ALLOCATOR_VAR!]: "500", [JIT_VAR!]: "800" });
     }), 30_000);
 
   test("a spare that dies before it took on the start does not cost the actor its restart", async () => {
