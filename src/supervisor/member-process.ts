@@ -78,7 +78,7 @@ export const ALLOCATOR_IDLE_PURGE = { MIMALLOC_PURGE_HOLES_MIN_INTERVAL: "2000" 
  * now and then. With the defaults it compiled that code on its compiler thread, and on two cores
  * that CPU came out of the start of the next member and of the busy ones' messages. Measured
  * (docs/benchmarks.md, "When members compile their code"): a 50-actor start in about a fifth
- * less time with about a quarter less CPU, a sporadic message at about 0.6 of its CPU, kill -9
+ * less time with about a third less CPU, a sporadic message at about 0.6 of its CPU, kill -9
  * to the next answer a few ms sooner, and no steady path slower (code run that often is compiled
  * anyway, a few ms later). Deno ignores the variables.
  */

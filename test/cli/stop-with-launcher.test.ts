@@ -7,6 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { childPids } from "../../bench/lib/cpu-time.ts";
 import { MEMBER_RUNTIME_DEFAULTS } from "../../src/supervisor/member-process.ts";
 import { BUN, tempDir, waitFor } from "../helpers.ts";
 
@@ -116,7 +117,11 @@ describe("stopping a mesh through what started it", () => {
     const mesh = await startMesh(["node", LAUNCHER, "up", meshFile(dir.path, "term"), "--dir", run, "--port", "0", "--quiet"], dir.path);
     // The CLI the launcher starts, its gateway and its actors: every Bun process of the mesh runs
     // with the runtime settings members get (src/supervisor/member-process.ts).
+    // The CLI itself, the launcher's child, first: members would inherit a value it passed on.
+    const [cli] = childPids(mesh.proc.pid);
+    const cliEnv = environOf(cli!) ?? [];
     for (const [name, value] of Object.entries(MEMBER_RUNTIME_DEFAULTS)) {
+      expect(cliEnv).toContain(`${name}=${value}`);
       const settings = mesh.tree.flatMap((pid) => environOf(pid)?.filter((entry) => entry.startsWith(`${name}=`)) ?? []);
       expect(settings.length).toBeGreaterThanOrEqual(4);
       expect(new Set(settings)).toEqual(new Set([`${name}=${value}`]));
