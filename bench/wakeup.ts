@@ -7,7 +7,7 @@
  * each member spends per update (all threads, less what it spends idle over as long: measured
  * first, bench/idle.ts has more), one member's by thread name and the supervisor's (both
  * uncorrected), and as the baseline a bare `Bun.listen` echo server in its own process, with
- * the members' allocator setting, sent one 200-byte message per `gap` ms.
+ * the members' runtime settings (MEMBER_RUNTIME_DEFAULTS), sent one 200-byte message per `gap` ms.
  *
  * Run: `bun bench/wakeup.ts [members] [updates] [gap ms]` (default 20, 200, 20).
  */

@@ -94,7 +94,8 @@ export function childrenQuiet(options: { except?: () => number | undefined; cpuM
  * Minor page faults of process `pid` ("self" for this one), all threads: field 10 of
  * /proc/<pid>/stat; NaN when it cannot be read. Each is a trap into the kernel, and on some
  * virtual machines a costly one (about 11 us per 4 KiB page on the 2-core boxes measured in
- * docs/benchmarks.md, "When members compile their code, and what a page fault costs"), so memory handed back and touched again shows here.
+ * docs/benchmarks.md, "When members compile their code, and what a page fault costs"), so
+ * memory handed back and touched again shows here.
  */
 export function minorFaults(pid: number | "self"): number {
   try {
