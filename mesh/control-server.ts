@@ -26,6 +26,8 @@ export interface ControlServerOptions {
 interface Member {
   channel: RequestChannel;
   kind: "actor" | "client";
+  /** How many updates had been broadcast when it was bound: it has none before (its snapshot is newer). */
+  since: number;
 }
 
 /**
@@ -47,6 +49,12 @@ export class ControlServer {
   #spawnSecrets = new Map<string, string>();
   #lastHeartbeat = new Map<string, number>();
   #pendingUpdates: RegistryUpdate[] = [];
+  /** How many updates went out before the pending ones. */
+  #sentUpdates = 0;
+  /** While set (holdUpdates), pending updates wait this long at most, else for the hold's end. */
+  #holdMs: number | undefined;
+  #holdTimer: ReturnType<typeof setTimeout> | undefined;
+  #flushUpdates = (): void => this.#sendPendingUpdates();
   /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
   #stats = new Map<string, Record<string, unknown>>();
   #watchdog: ReturnType<typeof setInterval>;
@@ -224,7 +232,7 @@ export class ControlServer {
       throw new HermesError(ErrorCode.INVALID_REQUEST, `this connection is already ${bound}`, { reason: "one member per control connection", expected: "a new connection for another member" });
     }
     this.#addressOf.set(channel, address);
-    this.#members.set(address, { channel, kind });
+    this.#members.set(address, { channel, kind, since: this.#sentUpdates + this.#pendingUpdates.length });
   }
 
   #unbind(channel: RequestChannel): void {
@@ -307,23 +315,58 @@ export class ControlServer {
   }
 
   /**
-   * Updates of one tick go out as one event per member: a start produces several changes, and
-   * sending each to every member made starting a large mesh cost the square of its size.
+   * Updates of one tick (or of a hold) go out as one event per member: a start produces several
+   * changes, and sending each to every member made starting a large mesh cost the square of its size.
    */
   #broadcast(update: RegistryUpdate): void {
     if (this.#pendingUpdates.push(update) > 1) return;
-    queueMicrotask(() => {
-      const updates = this.#pendingUpdates;
-      this.#pendingUpdates = [];
-      for (const [address, member] of this.#members) {
-        if (!member.channel.connection.isOpen) continue;
-        try {
-          member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, updates }));
-        } catch {
-          // The member is going away; its connection's close handler cleans up.
-        }
+    if (this.#holdMs === undefined) {
+      queueMicrotask(this.#flushUpdates);
+      return;
+    }
+    this.#holdTimer = setTimeout(this.#flushUpdates, this.#holdMs);
+    (this.#holdTimer as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * Holds registry updates back until the returned function is called, each for `maxMs` at
+   * most: they then go out together, one event per member. While a tree starts, every start
+   * announced at once woke every member started before it, the square of the mesh's size in
+   * wake-ups. A member that joins meanwhile gets the registry as it is, and of what was held
+   * only what came after.
+   *
+   * @example
+   * const release = control.holdUpdates(500);
+   * await root.start(); // members hear of the starts at most 500 ms late
+   * release();          // and of the rest now
+   */
+  holdUpdates(maxMs: number): () => void {
+    this.#holdMs = maxMs;
+    return () => {
+      this.#holdMs = undefined;
+      this.#sendPendingUpdates();
+    };
+  }
+
+  #sendPendingUpdates(): void {
+    clearTimeout(this.#holdTimer);
+    this.#holdTimer = undefined;
+    const updates = this.#pendingUpdates;
+    if (updates.length === 0) return;
+    const first = this.#sentUpdates;
+    this.#pendingUpdates = [];
+    this.#sentUpdates += updates.length;
+    for (const [address, member] of this.#members) {
+      if (!member.channel.connection.isOpen) continue;
+      // A member bound after some of them has them in its snapshot, or a newer state.
+      const news = member.since <= first ? updates : updates.slice(member.since - first);
+      if (news.length === 0) continue;
+      try {
+        member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, updates: news }));
+      } catch {
+        // The member is going away; its connection's close handler cleans up.
       }
-    });
+    }
   }
 }
 

@@ -43,13 +43,13 @@ export interface BenchMesh extends AsyncDisposable {
 /**
  * Starts a mesh from YAML text; `{ACTORS}` and `{BENCH_ACTORS}` in the text stand for the
  * module directories. Resolves once every actor is ready (children start in order).
- * `onMark` is a first `watch` listener, from before the start.
+ * `onMark` is a first `watch` listener, from before the start; `startUpdateHoldMs` is startMesh's.
  *
  * @example
  * await using m = await startBenchMesh(`mesh: { name: one }\nsupervisor:\n  children:\n    - { actor: echo, module: "{ACTORS}/echo.ts" }`);
  * const client = await m.client();
  */
-export async function startBenchMesh(yaml: string, options: { onMark?: (mark: MeshMark) => void } = {}): Promise<BenchMesh> {
+export async function startBenchMesh(yaml: string, options: { onMark?: (mark: MeshMark) => void; startUpdateHoldMs?: number } = {}): Promise<BenchMesh> {
   const dir = tempDir();
   const text = yaml.replaceAll("{ACTORS}", ACTORS_DIR).replaceAll("{BENCH_ACTORS}", BENCH_ACTORS_DIR);
   // onMark sees the start-up too (supervisor events only: the registry is not ours until startMesh resolves).
@@ -78,6 +78,7 @@ export async function startBenchMesh(yaml: string, options: { onMark?: (mark: Me
       onOutput: (address, line) => {
         if (output.length < 1000) output.push(`[${address}] ${line}`);
       },
+      ...(options.startUpdateHoldMs !== undefined && { startUpdateHoldMs: options.startUpdateHoldMs }),
     });
   } catch (error) {
     killAll();

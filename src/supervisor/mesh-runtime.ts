@@ -70,12 +70,26 @@ export interface StartMeshOptions {
    * environment has HERMES_ACTOR_STANDBY=0. A supervisor on Deno has none (a standby is a Bun host).
    */
   standby?: boolean;
+  /**
+   * How late members may hear of a change while the tree starts: every change of that time
+   * goes out at most this long after it, all the rest once the tree is up. Default
+   * TREE_START_HOLD_MS (500); 0 sends each tick's changes at once.
+   */
+  startUpdateHoldMs?: number;
 }
 
 /** The default socket directory of a mesh. */
 export function defaultMeshDir(meshFile: MeshFile): string {
   return meshFile.mesh.dir ?? join(tmpdir(), `hermes-mesh-${meshFile.mesh.name}`);
 }
+
+/**
+ * How late members may hear of a change while the tree starts (docs/actors.md, "What the mesh
+ * hears of a start"): the starts come about 100 ms apart on a slow box, and each one announced
+ * at once woke every member before it. A sender's link to a sibling still starting tries it
+ * again on its own backoff, which reaches 500 ms too.
+ */
+export const TREE_START_HOLD_MS = 500;
 
 /**
  * Starts a mesh: the registry and control socket, then the supervisor tree of the mesh file,
@@ -187,9 +201,13 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
   root.onEvent((event) => {
     if (event.type === "stopped" && event.child === undefined) ended.resolve(event.reason);
   });
+  const holdMs = options.startUpdateHoldMs ?? TREE_START_HOLD_MS;
+  const releaseUpdates = holdMs > 0 ? control.holdUpdates(holdMs) : () => {};
   try {
     await root.start();
+    releaseUpdates();
   } catch (error) {
+    releaseUpdates();
     standby?.close();
     await shared?.close();
     await control.close();

@@ -25,8 +25,14 @@ export interface TestMesh extends AsyncDisposable {
   pid(address: string): number;
 }
 
-/** `yaml` may use {ACTORS} and {FIXTURES} for the module directories. */
-export async function startTestMesh(yaml: string, options: { gateway?: GatewayOptions } = {}): Promise<TestMesh> {
+/**
+ * `yaml` may use {ACTORS} and {FIXTURES} for the module directories; `onEvent` sees each
+ * supervisor event as it happens (the start is still going on), `startUpdateHoldMs` is passed on.
+ */
+export async function startTestMesh(
+  yaml: string,
+  options: { gateway?: GatewayOptions; onEvent?: (event: SupervisorEvent, dir: string) => void; startUpdateHoldMs?: number } = {},
+): Promise<TestMesh> {
   const dir = tempDir("hm-mesh-");
   const file = join(dir.path, "mesh.yaml");
   writeFileSync(file, yaml.replaceAll("{ACTORS}", ACTORS).replaceAll("{FIXTURES}", FIXTURE_ACTORS));
@@ -36,10 +42,15 @@ export async function startTestMesh(yaml: string, options: { gateway?: GatewayOp
   const logLines: string[] = [];
   let mesh: RunningMesh;
   try {
+    const runDir = join(dir.path, "run");
     mesh = await startMesh(parseMeshFile(await Bun.file(file).text(), file), {
-      dir: join(dir.path, "run"),
+      dir: runDir,
       log: createLogger({ component: "supervisor" }, (line) => { logLines.push(line); if (process.env.HM_DEBUG) console.error(line); }),
-      onEvent: (event) => events.push(event),
+      onEvent: (event) => {
+        events.push(event);
+        options.onEvent?.(event, runDir);
+      },
+      ...(options.startUpdateHoldMs !== undefined && { startUpdateHoldMs: options.startUpdateHoldMs }),
       onOutput: (address, line) => output.push(`[${address}] ${line}`),
       gateway: options.gateway ?? false,
     });

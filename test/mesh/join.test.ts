@@ -15,7 +15,7 @@ import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { joinMesh, type MeshMember } from "../../mesh/join.ts";
 import { createLogger } from "../../mesh/logger.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
-import { Registry, type RegistryEntry } from "../../mesh/registry.ts";
+import { Registry, type RegistryEntry, type RegistryUpdate } from "../../mesh/registry.ts";
 import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
 import { spawnBun, tempDir, waitFor } from "../helpers.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
@@ -161,6 +161,63 @@ describe("every joiner redials a peer as soon as the registry says it is back", 
     expect(member.node.deadLetters()[0]!.error.detail).toContain("leaver left the mesh");
     expect(member.node.stats.queued).toBe(0);
   });
+});
+
+describe("registry updates held back (ControlServer.holdUpdates, as while a tree starts)", () => {
+  /** A dial-only member and the updates it applies, each with when it arrived. */
+  async function watcher(dir: string, address: string) {
+    const member = await joinMesh({ dir, address });
+    cleanups.push(() => member.close());
+    const seen: Array<{ update: RegistryUpdate; at: number }> = [];
+    member.registry.onUpdate((update) => seen.push({ update, at: performance.now() }));
+    return { member, seen };
+  }
+  const about = (address: string) => (u: { update: RegistryUpdate }) =>
+    (u.update.type === "patch" || u.update.type === "remove" ? u.update.address : u.update.type === "upsert" ? u.update.entry.address : "") === address;
+
+  test("nothing goes out before the hold's longest wait; then everything held, in order, and again after the next change", async () => {
+    const plane = await controlPlane();
+    const { seen } = await watcher(plane.dir, "watcher");
+    const release = plane.server.holdUpdates(300);
+    cleanups.push(release);
+    const heldAt = performance.now();
+    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
+    plane.registry.patch("a", { queueDepth: 3 });
+    await waitFor(() => seen.some(about("a")), "the held updates after 300 ms");
+    const first = seen.filter(about("a"));
+    expect(first[0]!.at - heldAt).toBeGreaterThanOrEqual(290);
+    expect(first.map((u) => u.update.type)).toEqual(["upsert", "patch"]);
+    // A later change is held again, for as long.
+    const againAt = performance.now();
+    plane.registry.patch("a", { queueDepth: 4 });
+    await waitFor(() => seen.filter(about("a")).length === 3, "the second change");
+    expect(seen.at(-1)!.at - againAt).toBeGreaterThanOrEqual(290);
+  }, 20_000);
+
+  test("the end of the hold sends what waits at once; a member that joined meanwhile gets only what came after its join", async () => {
+    const plane = await controlPlane();
+    const early = await watcher(plane.dir, "early");
+    const release = plane.server.holdUpdates(60_000);
+    cleanups.push(release);
+    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
+    plane.registry.patch("a", { queueDepth: 3 });
+    const late = await watcher(plane.dir, "late");
+    expect(late.member.registry.byAddress("a")?.queueDepth).toBe(3);
+    plane.registry.patch("a", { queueDepth: 4 });
+    expect(early.seen.filter(about("a"))).toEqual([]);
+    const releasedAt = performance.now();
+    release();
+    await waitFor(() => early.seen.filter(about("a")).length === 3 && late.seen.some(about("a")), "the held updates at both");
+    expect(performance.now() - releasedAt).toBeLessThan(5000);
+    expect(early.seen.filter(about("a")).map((u) => u.update.type)).toEqual(["upsert", "patch", "patch"]);
+    // The late member's snapshot had the upsert and the first patch: it is told only of the second.
+    expect(late.seen.filter(about("a")).map((u) => u.update)).toEqual([{ type: "patch", address: "a", changes: { queueDepth: 4 } }]);
+    expect(late.member.registry.byAddress("a")?.queueDepth).toBe(4);
+    expect(early.member.registry.byAddress("a")?.queueDepth).toBe(4);
+    // Held no more: the next change goes out at once.
+    plane.registry.patch("a", { queueDepth: 5 });
+    await waitFor(() => early.member.registry.byAddress("a")?.queueDepth === 5, "an unheld change (a held one would wait 60 s)");
+  }, 20_000);
 });
 
 describe("joinMesh", () => {

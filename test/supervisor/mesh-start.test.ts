@@ -4,6 +4,7 @@
  * that the instance is starting again, with its new pid.
  */
 import { describe, expect, test } from "bun:test";
+import { joinMesh, type MeshMember } from "../../mesh/join.ts";
 import type { RegistryUpdate } from "../../mesh/registry.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
 import { waitFor } from "../helpers.ts";
@@ -62,5 +63,56 @@ supervisor:
     const solo = updates.filter((u) => u.type === "patch" && u.address === "solo");
     expect(solo).toHaveLength(1);
     expect(solo[0]).toMatchObject({ changes: { health: "healthy", pid: t.pid("solo"), restarts: 1 } });
+  }, 30_000);
+
+  /**
+   * Starts a pool of 4 with a member watching from the first instance's start on; returns the
+   * batches of updates (one registry event each) it got about the other three, once it sees all healthy.
+   */
+  async function watchStart(startUpdateHoldMs: number): Promise<string[][]> {
+    let watcher: Promise<MeshMember> | undefined;
+    const batches: string[][] = [];
+    let inBatch = false;
+    await using t = await startTestMesh(`
+mesh: { name: start-hold-${startUpdateHoldMs} }
+supervisor:
+  children:
+    - { actor: echo, module: {ACTORS}/echo.ts, pool: 4 }
+`, {
+      startUpdateHoldMs,
+      onEvent: (event, dir) => {
+        if (event.type !== "started" || event.child !== "echo#0") return;
+        watcher = joinMesh({ dir, address: "watcher" }).then((member) => {
+          member.registry.onUpdate((u) => {
+            if (u.type !== "patch" || u.changes.health !== "healthy") return;
+            // Updates of one event are applied in one synchronous run.
+            if (!inBatch) {
+              inBatch = true;
+              batches.push([]);
+              queueMicrotask(() => (inBatch = false));
+            }
+            batches.at(-1)!.push(u.address);
+          });
+          return member;
+        });
+      },
+    });
+    const member = await watcher!;
+    try {
+      const healthy = () => ["echo#1", "echo#2", "echo#3"].every((a) => member.registry.byAddress(a)?.health === "healthy");
+      await waitFor(healthy, "the watcher to see every instance healthy");
+      return batches;
+    } finally {
+      await member.close();
+    }
+  }
+
+  test("while the tree starts, members hear of the starts when the hold ends, all in one event", async () => {
+    // A hold longer than the test: only the end of the start can have sent them.
+    expect(await watchStart(60_000)).toEqual([["echo#1", "echo#2", "echo#3"]]);
+  }, 30_000);
+
+  test("with startUpdateHoldMs 0 each start is announced as it happens", async () => {
+    expect(await watchStart(0)).toEqual([["echo#1"], ["echo#2"], ["echo#3"]]);
   }, 30_000);
 });
