@@ -15,8 +15,10 @@ export interface ControlServerOptions {
   dir: string;
   meshName: string;
   registry: Registry;
-  /** Expected heartbeat interval; three missed intervals mark an actor hung. */
+  /** Expected heartbeat interval. */
   heartbeatMs: number;
+  /** How long an actor may send no heartbeat before it is reported hung (onHung); default three intervals. */
+  hungAfterMs?: number;
   /** An actor stopped sending heartbeats: kill it so it restarts like a crashed one. */
   onHung: (address: string) => void;
   log: Logger;
@@ -33,7 +35,7 @@ interface Member {
 /**
  * The supervisor's side of the control plane: members register on `<dir>/supervisor.sock`,
  * get the registry and every later change, and send heartbeats; a member whose heartbeats
- * stop is reported hung. The registry here is the original the whole mesh routes from.
+ * stop for `hungAfterMs` is reported hung. The registry here is the original the whole mesh routes from.
  */
 export class ControlServer {
   readonly startedAt = Date.now();
@@ -301,7 +303,7 @@ export class ControlServer {
 
   #checkHeartbeats(): void {
     const now = Date.now();
-    const limit = 3 * this.#options.heartbeatMs;
+    const limit = this.#options.hungAfterMs ?? 3 * this.#options.heartbeatMs;
     for (const entry of this.#options.registry.snapshot()) {
       if (entry.health !== "healthy" || !this.#members.has(entry.address) || this.#members.get(entry.address)!.kind !== "actor") continue;
       const at = this.#lastHeartbeat.get(entry.address) ?? now;

@@ -158,6 +158,8 @@ export const MeshFileSchema = map({
     dir: z.string(expected("a directory path")).min(1, expected("a directory path")).optional(),
     token_env: matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
     heartbeat_ms: intIn(10, 600_000).default(1000),
+    // How long an actor may go without a heartbeat before it is found hung (killed and restarted).
+    hung_after_ms: intIn(100, 3_600_000).optional(),
     events: z.boolean(expected("true or false")).default(true),
     scheduler: oneOf(["least_loaded", "round_robin", "weighted"]).default("least_loaded"),
     // The supervisor's own runtime: the one this machine surely has (a Deno-only box may have no Bun).
@@ -167,7 +169,12 @@ export const MeshFileSchema = map({
     nats: NatsSettings.optional(),
     // Who besides the owner may connect: the members of this group (default: nobody).
     socket_group: SocketGroup.optional(),
-  }).refine((m) => m.transport !== "nats" || m.nats !== undefined, { message: "transport: nats needs a `nats` section with `servers`", path: ["nats"] }),
+  })
+    .refine((m) => m.transport !== "nats" || m.nats !== undefined, { message: "transport: nats needs a `nats` section with `servers`", path: ["nats"] })
+    .refine((m) => m.hung_after_ms === undefined || m.hung_after_ms >= 2 * m.heartbeat_ms, {
+      message: "hung_after_ms must be at least twice heartbeat_ms: one late heartbeat is not a hang",
+      path: ["hung_after_ms"],
+    }),
   gateway: map({
     port: intIn(0, 65_535).default(8000),
     host: z.string(expected("a host name or address")).min(1, expected("a host name or address")).default("127.0.0.1"),

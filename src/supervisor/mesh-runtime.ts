@@ -92,6 +92,15 @@ export function defaultMeshDir(meshFile: MeshFile): string {
 export const TREE_START_HOLD_MS = 500;
 
 /**
+ * How long an actor may send no heartbeat before it is found hung and killed, unless the mesh
+ * file says (`mesh.hung_after_ms`; at least three heartbeat intervals). A busy actor's event
+ * loop can stall for seconds without being hung: a synchronous loop of sends on a slow box whose
+ * cores other members share (the fan-out bench's publisher, 16 subscribers on one core, stalled
+ * 2.5 s and was killed at three missed 1 s heartbeats).
+ */
+export const HUNG_AFTER_MS = 10_000;
+
+/**
  * Starts a mesh: the registry and control socket, then the supervisor tree of the mesh file,
  * each actor instance its own process, started in order (each ready before the next starts).
  *
@@ -136,6 +145,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     meshName: name,
     registry,
     heartbeatMs: meshFile.mesh.heartbeat_ms,
+    hungAfterMs: meshFile.mesh.hung_after_ms ?? Math.max(HUNG_AFTER_MS, 3 * meshFile.mesh.heartbeat_ms),
     log: options.log,
     ...(token !== undefined && { token }),
     onHung: (address) => {

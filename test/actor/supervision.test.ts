@@ -55,17 +55,20 @@ supervisor:
     expect(stops.at(-1)).toBe("steady");
   }, 60_000);
 
-  test("an actor whose event loop hangs misses heartbeats and is killed and restarted like a crash", async () => {
-    await using t = await startTestMesh(`
+  /** One crasher actor, heartbeats every 100 ms; `hung` sets mesh.hung_after_ms. */
+  const crasherMesh = (name: string, hung?: number) => `
 mesh:
-  name: hang
-  heartbeat_ms: 100
+  name: ${name}
+  heartbeat_ms: 100${hung === undefined ? "" : `\n  hung_after_ms: ${hung}`}
 supervisor:
   intensity: 5
   children:
     - actor: crasher
       module: {FIXTURES}/crasher.ts
-`);
+`;
+
+  test("an actor whose event loop hangs misses heartbeats and is killed and restarted like a crash", async () => {
+    await using t = await startTestMesh(crasherMesh("hang", 300));
     const client = await t.client();
     const pid = t.pid("crasher");
     const hung = await client.request("crasher", { op: "hang" }, { timeoutMs: 1500 }).catch((e) => e);
@@ -74,5 +77,16 @@ supervisor:
     expect(t.events.some((e) => e.type === "exited" && e.child === "crasher" && e.exit.signal === "SIGKILL")).toBe(true);
     const after = await client.request("crasher", { ok: 1 }, { timeoutMs: 5000 });
     expect(after.payload.pid).toBe(t.pid("crasher"));
+  }, 30_000);
+
+  test("a loop busy for many heartbeats but less than hung_after_ms (default 10 s) is not killed", async () => {
+    await using t = await startTestMesh(crasherMesh("busy"));
+    const client = await t.client();
+    const pid = t.pid("crasher");
+    // Ten heartbeat intervals without one: three missed ones killed it before.
+    const answer = await client.request("crasher", { op: "block", ms: 1000 }, { timeoutMs: 10_000 });
+    expect(answer.payload.pid).toBe(pid);
+    expect(t.events.some((e) => e.type === "exited")).toBe(false);
+    expect(t.log.some((line) => line.includes("missed heartbeats"))).toBe(false);
   }, 30_000);
 });

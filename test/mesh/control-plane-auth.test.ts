@@ -38,6 +38,7 @@ describe("control plane: members prove who they are", () => {
 mesh:
   name: control-auth
   heartbeat_ms: 100
+  hung_after_ms: 300
 supervisor:
   children:
     - actor: echo

@@ -177,6 +177,14 @@ supervisor:
     expect(lines(error, dir.path)).toEqual(["mesh.yaml:3:39: supervisor.backoff.max_ms: max_ms must not be below initial_ms"]);
   });
 
+  test("hung_after_ms below twice heartbeat_ms is refused; at twice it loads", () => {
+    using dir = meshDir();
+    const error = problems("mesh: { name: d, heartbeat_ms: 1000, hung_after_ms: 1500 }\nsupervisor:\n  children: []\n", dir.path);
+    expect(lines(error, dir.path)).toEqual(["mesh.yaml:1:53: mesh.hung_after_ms: hung_after_ms must be at least twice heartbeat_ms: one late heartbeat is not a hang"]);
+    const mesh = parseMeshFile("mesh: { name: d, heartbeat_ms: 1000, hung_after_ms: 2000 }\nsupervisor:\n  children: []\n", join(dir.path, "mesh.yaml"));
+    expect(mesh.mesh.hung_after_ms).toBe(2000);
+  });
+
   test("a module that is a directory is not a module", () => {
     using dir = meshDir();
     const error = problems(`${HEAD}    - { actor: a, module: . }\n`, dir.path);
