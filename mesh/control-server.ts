@@ -17,7 +17,10 @@ export interface ControlServerOptions {
   registry: Registry;
   /** Expected heartbeat interval. */
   heartbeatMs: number;
-  /** How long an actor may send no heartbeat before it is reported hung (onHung); default three intervals. */
+  /**
+   * How long an actor may send no heartbeat before it is reported hung (onHung); default three
+   * intervals. The check runs every interval, so a hang is found up to one interval later.
+   */
   hungAfterMs?: number;
   /** An actor stopped sending heartbeats: kill it so it restarts like a crashed one. */
   onHung: (address: string) => void;
@@ -53,8 +56,8 @@ export class ControlServer {
   #pendingUpdates: RegistryUpdate[] = [];
   /** How many updates went out before the pending ones. */
   #sentUpdates = 0;
-  /** While set (holdUpdates), pending updates wait this long at most, else for the hold's end. */
-  #holdMs: number | undefined;
+  /** While set (holdUpdates), pending updates wait `maxMs` at most, else for the hold's end. */
+  #hold: { maxMs: number } | undefined;
   #holdTimer: ReturnType<typeof setTimeout> | undefined;
   #flushUpdates = (): void => this.#sendPendingUpdates();
   /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
@@ -97,6 +100,10 @@ export class ControlServer {
   async close(): Promise<void> {
     clearInterval(this.#watchdog);
     this.#unsubscribe();
+    // What a hold kept goes nowhere now: its members' connections close with the listener.
+    clearTimeout(this.#holdTimer);
+    this.#hold = undefined;
+    this.#pendingUpdates = [];
     await this.#listener.close();
   }
 
@@ -322,11 +329,11 @@ export class ControlServer {
    */
   #broadcast(update: RegistryUpdate): void {
     if (this.#pendingUpdates.push(update) > 1) return;
-    if (this.#holdMs === undefined) {
+    if (this.#hold === undefined) {
       queueMicrotask(this.#flushUpdates);
       return;
     }
-    this.#holdTimer = setTimeout(this.#flushUpdates, this.#holdMs);
+    this.#holdTimer = setTimeout(this.#flushUpdates, this.#hold.maxMs);
     (this.#holdTimer as { unref?: () => void }).unref?.();
   }
 
@@ -335,7 +342,8 @@ export class ControlServer {
    * most: they then go out together, one event per member. While a tree starts, every start
    * announced at once woke every member started before it, the square of the mesh's size in
    * wake-ups. A member that joins meanwhile gets the registry as it is, and of what was held
-   * only what came after.
+   * only what came after. A later hold replaces this one (from its next update on); a release
+   * ends only its own hold.
    *
    * @example
    * const release = control.holdUpdates(500);
@@ -343,9 +351,11 @@ export class ControlServer {
    * release();          // and of the rest now
    */
   holdUpdates(maxMs: number): () => void {
-    this.#holdMs = maxMs;
+    const hold = { maxMs };
+    this.#hold = hold;
     return () => {
-      this.#holdMs = undefined;
+      if (this.#hold !== hold) return;
+      this.#hold = undefined;
       this.#sendPendingUpdates();
     };
   }

@@ -194,6 +194,22 @@ describe("registry updates held back (ControlServer.holdUpdates, as while a tree
     expect(seen.at(-1)!.at - againAt).toBeGreaterThanOrEqual(290);
   }, 20_000);
 
+  test("under a steady stream of changes the first still goes out within the longest wait", async () => {
+    const plane = await controlPlane();
+    const { seen } = await watcher(plane.dir, "watcher");
+    const release = plane.server.holdUpdates(300);
+    cleanups.push(release);
+    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
+    const startedAt = performance.now();
+    // A change every 50 ms for 1.5 s: a hold that waited for a pause would send nothing meanwhile.
+    let depth = 0;
+    const stream = setInterval(() => plane.registry.patch("a", { queueDepth: ++depth }), 50);
+    cleanups.push(() => clearInterval(stream));
+    await waitFor(() => seen.some(about("a")), "the first held updates");
+    expect(seen.find(about("a"))!.at - startedAt).toBeLessThan(1000);
+    clearInterval(stream);
+  }, 20_000);
+
   test("the end of the hold sends what waits at once; a member that joined meanwhile gets only what came after its join", async () => {
     const plane = await controlPlane();
     const early = await watcher(plane.dir, "early");

@@ -14,14 +14,14 @@ import { ALLOCATOR_IDLE_PURGE, JIT_WARM_UP, MEMBER_RUNTIME_DEFAULTS } from "../.
 import { StandbyHost } from "../../src/supervisor/standby-host.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
-import { BUN, waitFor } from "../helpers.ts";
+import { BUN, tempDir, waitFor } from "../helpers.ts";
 
 const FIXTURE = join(import.meta.dir, "env-actor-fixture.ts");
 const HOST = join(import.meta.dir, "../../src/actor/host-main.ts");
 const silent = createLogger({}, () => {});
 
 /** The private directories of standby hosts' rehearsals (src/actor/rehearsal.ts) in the temporary directory. */
-const rehearsalDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith("hermes-standby-"));
+const rehearsalDirs = (where = tmpdir()) => readdirSync(where).filter((name) => name.startsWith("hermes-standby-"));
 
 /** Pids of this process's children running a standby actor host. */
 function spares(): number[] {
@@ -201,16 +201,17 @@ supervisor:
   }, 30_000);
 
   test("a spare let go mid-rehearsal exits by itself and leaves no directory behind", async () => {
-    const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/" };
-    const before = rehearsalDirs();
+    // Its own temporary directory: spares of other processes (a CLI test's mesh) rehearse in the shared one.
+    using own = tempDir("hm-standby-tmp-");
+    const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/", TMPDIR: own.path };
     const standby = new StandbyHost([BUN, HOST], env, silent);
     standby.prepare();
     const spare = spares()[0]!;
     // Its rehearsal's directory lives for the set-up and the first round: caught by a quick poll.
-    await waitFor(() => rehearsalDirs().some((dir) => !before.includes(dir)), "the spare rehearsing", 20_000);
+    await waitFor(() => rehearsalDirs(own.path).length > 0, "the spare rehearsing", 20_000);
     standby.close();
     await waitFor(() => !spares().includes(spare), "the spare gone by itself", 10_000);
-    expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
+    expect(rehearsalDirs(own.path)).toEqual([]);
   }, 30_000);
 
   test("a spare exits when its supervisor's pipe closes before any assignment", async () => {
