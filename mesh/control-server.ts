@@ -38,7 +38,8 @@ interface Member {
 /**
  * The supervisor's side of the control plane: members register on `<dir>/supervisor.sock`,
  * get the registry and every later change, and send heartbeats; a member whose heartbeats
- * stop for `hungAfterMs` is reported hung. The registry here is the original the whole mesh routes from.
+ * stop for `hungAfterMs` is reported hung. The registry here is the original the whole mesh
+ * routes from.
  */
 export class ControlServer {
   readonly startedAt = Date.now();
@@ -59,7 +60,6 @@ export class ControlServer {
   /** While set (holdUpdates), pending updates wait `maxMs` at most, else for the hold's end. */
   #hold: { maxMs: number } | undefined;
   #holdTimer: ReturnType<typeof setTimeout> | undefined;
-  #flushUpdates = (): void => this.#sendPendingUpdates();
   /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
   #stats = new Map<string, Record<string, unknown>>();
   #watchdog: ReturnType<typeof setInterval>;
@@ -330,10 +330,10 @@ export class ControlServer {
   #broadcast(update: RegistryUpdate): void {
     if (this.#pendingUpdates.push(update) > 1) return;
     if (this.#hold === undefined) {
-      queueMicrotask(this.#flushUpdates);
+      queueMicrotask(this.#sendPendingUpdates);
       return;
     }
-    this.#holdTimer = setTimeout(this.#flushUpdates, this.#hold.maxMs);
+    this.#holdTimer = setTimeout(this.#sendPendingUpdates, this.#hold.maxMs);
     (this.#holdTimer as { unref?: () => void }).unref?.();
   }
 
@@ -360,7 +360,8 @@ export class ControlServer {
     };
   }
 
-  #sendPendingUpdates(): void {
+  /** Sends what is pending, one event per member (a field: a microtask's and a timer's callback). */
+  #sendPendingUpdates = (): void => {
     clearTimeout(this.#holdTimer);
     this.#holdTimer = undefined;
     const updates = this.#pendingUpdates;
@@ -379,7 +380,7 @@ export class ControlServer {
         // The member is going away; its connection's close handler cleans up.
       }
     }
-  }
+  };
 }
 
 /** A fresh one-time registration secret for a child about to be spawned. */

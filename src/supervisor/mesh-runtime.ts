@@ -93,10 +93,10 @@ export const TREE_START_HOLD_MS = 500;
 
 /**
  * How long an actor may send no heartbeat before it is found hung and killed, unless the mesh
- * file says (`mesh.hung_after_ms`, at least two intervals; this default, at least three). A busy actor's event
- * loop can stall for seconds without being hung: a synchronous loop of sends on a slow box whose
- * cores other members share (the fan-out bench's publisher, 16 subscribers on one core, stalled
- * 2.5 s and was killed at three missed 1 s heartbeats).
+ * file says (`mesh.hung_after_ms`, at least two intervals; this default, at least three). A busy
+ * actor's event loop can stall for seconds without being hung: a synchronous loop of sends on a
+ * slow box whose cores other members share (the fan-out bench's publisher, 16 subscribers on one
+ * core, stalled 2.5 s and was killed at three missed 1 s heartbeats).
  */
 export const HUNG_AFTER_MS = 10_000;
 
