@@ -183,21 +183,31 @@ supervisor:
   }, 30_000);
 
   test("no spare outlives its mesh, nor its rehearsal's directory", async () => {
-    const before = rehearsalDirs();
-    const t = await startTestMesh(`
+    // The mesh's own temporary directory (members inherit TMPDIR): other processes' spares rehearse in the shared one.
+    using own = tempDir("hm-standby-tmp-");
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = own.path;
+    try {
+      const t = await startTestMesh(`
 mesh: { name: standby-stop }
 supervisor:
   children:
     - { actor: envy, module: ${FIXTURE} }
 `);
-    try {
-      await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+      try {
+        await waitFor(() => spares().length === 1, "a spare once the mesh is up");
+        // It rehearses where this test looks.
+        expect(readFileSync(`/proc/${spares()[0]}/environ`, "utf8").split("\0")).toContain(`TMPDIR=${own.path}`);
+      } finally {
+        await t[Symbol.asyncDispose]();
+      }
+      await waitFor(() => spares().length === 0, "the spare gone with the mesh");
+      // Stopped while it may still be rehearsing: its private directory goes with it.
+      expect(rehearsalDirs(own.path)).toEqual([]);
     } finally {
-      await t[Symbol.asyncDispose]();
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
     }
-    await waitFor(() => spares().length === 0, "the spare gone with the mesh");
-    // Stopped while it may still be rehearsing: its private directory goes with it.
-    expect(rehearsalDirs().filter((dir) => !before.includes(dir))).toEqual([]);
   }, 30_000);
 
   test("a spare let go mid-rehearsal exits by itself and leaves no directory behind", async () => {
