@@ -6,27 +6,18 @@
  *
  * Run: `bun bench/idle.ts [seconds]` (default 10).
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { childPids, cpuByThread } from "./lib/cpu-time.ts";
+import { readFileSync } from "node:fs";
+import { childPids, cpuByThread, wakeUps } from "./lib/cpu-time.ts";
 import { ACTORS_DIR, startBenchMesh } from "./lib/mesh.ts";
 
 const SECONDS = Number(process.argv[2] ?? 10);
-
-/** Voluntary context switches of every thread of `pid`: how often it went to sleep, so how often it woke. */
-function wakeups(pid: number): number {
-  let total = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    total += Number(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8").match(/voluntary_ctxt_switches:\s+(\d+)/)?.[1] ?? 0);
-  }
-  return total;
-}
 
 const mb = (status: string, field: string) => (Number(status.match(new RegExp(`${field}:\\s+(\\d+)`))?.[1] ?? 0) / 1024).toFixed(1);
 
 await using mesh = await startBenchMesh(`mesh: { name: idle-cost }\nsupervisor:\n  children:\n    - { actor: echo, module: "${ACTORS_DIR}/echo.ts" }\n`);
 await Bun.sleep(3000);
 const pids = childPids();
-const before = new Map(pids.map((pid) => [pid, { cpu: cpuByThread(pid), wakeups: wakeups(pid) }]));
+const before = new Map(pids.map((pid) => [pid, { cpu: cpuByThread(pid), wakeups: wakeUps(pid) }]));
 const selfBefore = cpuByThread("self");
 await Bun.sleep(SECONDS * 1000);
 const report = (label: string, cpuBefore: Record<string, number>, cpuAfter: Record<string, number>, extra: string) => {
@@ -40,6 +31,6 @@ for (const pid of pids) {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
   const label = argv.includes("--standby") ? "standby host" : `actor ${argv[argv.indexOf("--name") + 1] ?? pid}`;
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  report(label, then.cpu, cpuByThread(pid), `, ${((wakeups(pid) - then.wakeups) / SECONDS).toFixed(1)} wake-ups per s, RSS ${mb(status, "VmRSS")} MB, RssAnon ${mb(status, "RssAnon")} MB`);
+  report(label, then.cpu, cpuByThread(pid), `, ${((wakeUps(pid) - then.wakeups) / SECONDS).toFixed(1)} wake-ups per s, RSS ${mb(status, "VmRSS")} MB, RssAnon ${mb(status, "RssAnon")} MB`);
 }
 report("supervisor (this process)", selfBefore, cpuByThread("self"), "");

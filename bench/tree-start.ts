@@ -10,23 +10,13 @@
  * Run: `bun bench/tree-start.ts [actors] [hold ms]` (default 50, 500). Interleave runs of two
  * settings: on these machines the speed moves from minute to minute.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { footprintMeshYaml } from "./footprint.bench.ts";
-import { cpuNanoseconds } from "./lib/cpu-time.ts";
+import { cpuNanoseconds, wakeUps } from "./lib/cpu-time.ts";
 import { startBenchMesh } from "./lib/mesh.ts";
 
 const [actors = 50, hold = 500] = process.argv.slice(2).map(Number);
 
 const cpuMs = (pid: number | "self") => cpuNanoseconds(pid) / 1e6;
-
-/** Voluntary context switches of every thread of `pid`: how often it went to sleep and was woken. */
-function wakeUps(pid: number): number {
-  let n = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    n += Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8"))?.[1] ?? 0);
-  }
-  return n;
-}
 
 const t0 = performance.now();
 await using mesh = await startBenchMesh(footprintMeshYaml(`tree-start-${Math.random().toString(36).slice(2, 6)}`, actors), { startUpdateHoldMs: hold });

@@ -106,3 +106,20 @@ export function minorFaults(pid: number | "self"): number {
     return Number.NaN;
   }
 }
+
+/**
+ * Voluntary context switches of every thread of `pid` (`/proc/<pid>/task/<tid>/status`): how often
+ * its threads went to sleep, so how often they were woken.
+ *
+ * @example
+ * const before = wakeUps(pid);
+ * // ... the actor idles or starts ...
+ * console.log(`${wakeUps(pid) - before} wake-ups`);
+ */
+export function wakeUps(pid: number): number {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    total += Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8"))?.[1] ?? 0);
+  }
+  return total;
+}
