@@ -1,6 +1,6 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
 import { createCodec, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
-import { PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
+import { PROTOCOL_ACK_DELAY_MS, PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
@@ -122,6 +122,7 @@ export class Connection implements MeshLink {
       codecs: this.options.codecs,
       window: this.options.window,
       max_frame_bytes: this.options.maxFrameBytes,
+      ...(this.options.ackDelayMs !== undefined && { ack_delay_ms: this.options.ackDelayMs }),
       ...(this.role === "dialer" && this.options.token !== undefined && { token: this.options.token }),
     });
   }
@@ -222,6 +223,9 @@ export class Connection implements MeshLink {
 
   /** Resolves true when every sent envelope has been acknowledged; false after `timeoutMs` or a close. */
   whenAcknowledged(timeoutMs = 5000): Promise<boolean> {
+    // A peer allowed to hold its acks longer than the protocol's 5 ms sends them with its pong.
+    const held = (this.options.ackDelayMs ?? 0) > PROTOCOL_ACK_DELAY_MS && this.#state === "open" && !this.#waiters.allAcknowledged;
+    if (held) this.#writeControl({ message_type: ControlType.PING });
     return this.#waiters.whenAcknowledged(timeoutMs);
   }
 
@@ -440,6 +444,7 @@ export class Connection implements MeshLink {
     this.#encoder = createCodec(codec);
     this.#decoderCodec = createCodec(codec);
     this.#window.window = hello.window;
+    if ((hello.ack_delay_ms ?? 0) > PROTOCOL_ACK_DELAY_MS) this.#acks.holdFor(hello.ack_delay_ms!, this.options.window);
     this.#state = "open";
     this.#readyResolvers.resolve(hello);
     this.onStatus({ type: "open", peer: hello, codec });
@@ -510,6 +515,7 @@ export class Connection implements MeshLink {
     if (this.#state === "closed") return;
     this.#state = "closed";
     this.#liveness.stop();
+    this.#acks.stop();
     this.#writer.discard();
     this.#decoder.reset();
     const error = this.#closeError ?? new HermesError(ErrorCode.UNAVAILABLE, "connection closed before the handshake finished");

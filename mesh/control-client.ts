@@ -1,5 +1,5 @@
 import { createEvent, type Payload } from "./envelope.ts";
-import { ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
+import { CONTROL_ACK_DELAY_MS, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
 import { type CapabilityInfo, type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { dial } from "./socket-transport.ts";
@@ -37,7 +37,7 @@ let predialed: { dir: string; token: string | undefined; connection: Promise<Con
  */
 export function predialControl(dir: string, token?: string): Promise<Connection | undefined> {
   void predialed?.connection.then((connection) => connection?.close());
-  const connection = dial({ path: controlSocketPath(dir) }, { node: `standby-${process.pid}`, ...(token !== undefined && { token }) }).catch(() => undefined);
+  const connection = dial({ path: controlSocketPath(dir) }, { node: `standby-${process.pid}`, ackDelayMs: CONTROL_ACK_DELAY_MS, ...(token !== undefined && { token }) }).catch(() => undefined);
   predialed = { dir, token, connection };
   return connection;
 }
@@ -81,6 +81,7 @@ export class ControlClient {
   static async connect(options: ControlClientOptions): Promise<ControlClient> {
     const connection = (predialed && (await takePredialed(options.dir, options.token))) || await dial({ path: controlSocketPath(options.dir) }, {
       node: options.address,
+      ackDelayMs: CONTROL_ACK_DELAY_MS,
       ...(options.token !== undefined && { token: options.token }),
     });
     return new ControlClient(new RequestChannel(connection, options.address), options);

@@ -4,7 +4,7 @@ import { createEvent, type Envelope, type Payload } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { stableAgentId } from "./ids.ts";
 import type { Connection } from "./connection.ts";
-import { actorSocketPath, clientSocketPath, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
+import { actorSocketPath, clientSocketPath, CONTROL_ACK_DELAY_MS, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
 import { parseCapabilityInfo, type RegistryEntry, type Registry, type RegistryUpdate } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { listen, type Listener } from "./socket-transport.ts";
@@ -76,6 +76,7 @@ export class ControlServer {
     const server = new ControlServer(options);
     server.#listener = await listen({ path: controlSocketPath(options.dir) }, {
       node: SUPERVISOR_ADDRESS,
+      ackDelayMs: CONTROL_ACK_DELAY_MS,
       ...(options.token !== undefined && { requireToken: options.token }),
       onConnection: (connection) => server.#accept(connection),
       // A member whose hello does not match (protocol version, token) is told why; so is this log.

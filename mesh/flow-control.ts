@@ -35,14 +35,13 @@ export class AckTracker {
   }
 
   /** True when an ack is owed: the ackable point moved since the last ack taken. */
-  get ackDue(): boolean {
-    return this.#contiguous !== this.#acked;
-  }
+  get ackDue(): boolean { return this.#contiguous !== this.#acked; }
+
+  /** Envelopes handled since the last ack taken. */
+  get owed(): number { return this.#contiguous - this.#acked; }
 
   /** Highest contiguous handled seq. */
-  get handledThrough(): number {
-    return this.#contiguous;
-  }
+  get handledThrough(): number { return this.#contiguous; }
 }
 
 /** The part of a Bun socket the write queue needs. */
@@ -119,9 +118,7 @@ export class WriteQueue {
   }
 
   /** True when a flush is already due at the end of this tick. */
-  get scheduled(): boolean {
-    return this.#scheduled;
-  }
+  get scheduled(): boolean { return this.#scheduled; }
 
   /** Makes sure a flush (and the beforeFlush hook) runs at the end of this tick. */
   schedule(): void {
@@ -132,14 +129,10 @@ export class WriteQueue {
   }
 
   /** Bytes waiting to be written. */
-  get pendingBytes(): number {
-    return this.#end - this.#start;
-  }
+  get pendingBytes(): number { return this.#end - this.#start; }
 
   /** True while the kernel refused bytes and a drain is awaited. */
-  get blocked(): boolean {
-    return this.#blocked;
-  }
+  get blocked(): boolean { return this.#blocked; }
 
   /** Queues one frame: u32be length, then the body. */
   pushFrame(body: Uint8Array): void {
@@ -224,48 +217,76 @@ export class WriteQueue {
  * everything handled in one turn go as one frame. One write per turn either way, and well
  * inside the 5 ms docs/protocol.md §4 allows. A settle asks for the queue's flush rather than
  * for the next turn at once: a caller that sends again within the tick (ping-pong) then costs
- * no setImmediate per answer.
+ * no setImmediate per answer. A peer whose hello offers a longer `ack_delay_ms` (the mesh's
+ * control connections) gets a lone ack that late at most (`holdFor`): it rides on whatever this
+ * side sends next (a heartbeat, a pong), and waits no longer once a quarter of `window` is owed.
  */
 export class AckEmitter {
   readonly tracker = new AckTracker();
+  /** How long a lone ack may wait for a frame to ride on; 0 (the protocol's default): the next turn. */
+  #holdMs = 0;
+  #promptAfter = 1;
   #writer!: WriteQueue;
   #writeAck: (seq: number) => void;
   #alonePending = false;
+  #held: ReturnType<typeof setTimeout> | undefined;
   #alone = () => {
     this.#alonePending = false;
+    this.#held = undefined;
     this.flush();
     this.#writer.flush();
   };
 
   /** `writeAck` queues an ack frame; call `attach` with the write queue before traffic flows. */
-  constructor(writeAck: (seq: number) => void) {
-    this.#writeAck = writeAck;
+  constructor(writeAck: (seq: number) => void) { this.#writeAck = writeAck; }
+
+  /** Lets lone acks wait up to `ms` (the peer's `ack_delay_ms`) while under a quarter of `window` (this side's) is owed. */
+  holdFor(ms: number, window: number): void {
+    this.#holdMs = ms;
+    this.#promptAfter = Math.max(1, window >> 2);
   }
 
-  attach(writer: WriteQueue): void {
-    this.#writer = writer;
-  }
+  attach(writer: WriteQueue): void { this.#writer = writer; }
 
   /** Marks a received seq handled and makes sure an ack follows. */
   settle(seq: number): void {
-    if (this.tracker.settle(seq) && !this.#alonePending) this.#writer.schedule();
+    if (!this.tracker.settle(seq)) return;
+    if (!this.#alonePending) this.#writer.schedule();
+    else if (this.#held !== undefined && this.tracker.owed >= this.#promptAfter) this.#release(true);
   }
 
   /**
    * Queues the ack frame now if the ackable point moved (the write queue's beforeFlush hook);
-   * when the write would carry nothing else, the ack waits for the next turn instead.
+   * when the write would carry nothing else, the ack waits for the next turn (or as `holdFor` lets it) instead.
    */
   flush = (carriesData = true): void => {
     if (!carriesData) {
       if (!this.#alonePending && this.tracker.ackDue) {
         this.#alonePending = true;
-        setImmediate(this.#alone);
+        if (this.#holdMs > 0 && this.tracker.owed < this.#promptAfter) {
+          this.#held = setTimeout(this.#alone, this.#holdMs);
+          this.#held.unref?.();
+        } else setImmediate(this.#alone);
       }
       return;
     }
     const seq = this.tracker.takeAck();
     if (seq > 0) this.#writeAck(seq);
+    if (this.#held !== undefined) this.#release(false);
   };
+
+  /** Ends a hold: the ack goes on the next turn (`now`), or it has just ridden on a frame. */
+  #release(now: boolean): void {
+    clearTimeout(this.#held);
+    this.#held = undefined;
+    if (now) setImmediate(this.#alone);
+    else this.#alonePending = false;
+  }
+
+  /** The connection is done: no held ack fires after it. */
+  stop(): void {
+    if (this.#held !== undefined) this.#release(false);
+  }
 }
 
 /** Default byte budget of a connection's unacknowledged frames, and again of what waits for credit. */
@@ -360,34 +381,22 @@ export class SendWindow {
   }
 
   /** Bytes of frames sent and not yet acknowledged. */
-  get inFlightBytes(): number {
-    return this.#inFlightBytes;
-  }
+  get inFlightBytes(): number { return this.#inFlightBytes; }
 
   /** About how many bytes the envelopes waiting for credit hold. */
-  get backlogBytes(): number {
-    return this.#backlogBytesTotal;
-  }
+  get backlogBytes(): number { return this.#backlogBytesTotal; }
 
   /** Envelopes sent and not yet acknowledged. */
-  get inFlight(): number {
-    return this.#unacked.length;
-  }
+  get inFlight(): number { return this.#unacked.length; }
 
   /** Envelopes waiting for credit. */
-  get backlogged(): number {
-    return this.#backlog.length;
-  }
+  get backlogged(): number { return this.#backlog.length; }
 
   /** True when one more envelope may go on the wire now: within the peer's window and the byte budget. */
-  get hasCredit(): boolean {
-    return this.inFlight < this.window && this.#inFlightBytes < this.maxBytes;
-  }
+  get hasCredit(): boolean { return this.inFlight < this.window && this.#inFlightBytes < this.maxBytes; }
 
   /** The seq the next envelope sent will get. */
-  get nextSeq(): number {
-    return this.#nextSeq;
-  }
+  get nextSeq(): number { return this.#nextSeq; }
 
   /** Records an envelope handed over at `since` as sent in a frame of `bytes` and returns its seq. */
   assign(env: Envelope, bytes: number, since: number): number {
@@ -487,17 +496,13 @@ export class CreditWaiters {
     this.#window = window;
   }
 
-  get allAcknowledged(): boolean {
-    return this.#window.inFlight === 0 && this.#window.backlogged === 0;
-  }
+  get allAcknowledged(): boolean { return this.#window.inFlight === 0 && this.#window.backlogged === 0; }
 
   /**
    * True while a producer may go on sending: at most a window's worth of envelopes, and half
    * the byte budget, wait for credit, far below the hard limits at which send() refuses (code 6).
    */
-  get hasRoom(): boolean {
-    return this.#closed || this.#below(this.#window.window, this.#window.maxBytes / 2);
-  }
+  get hasRoom(): boolean { return this.#closed || this.#below(this.#window.window, this.#window.maxBytes / 2); }
 
   /** Resolves once the backlog has fallen to half of the room (the hysteresis keeps producers from waking per ack). */
   whenRoom(): Promise<void> {

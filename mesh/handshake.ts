@@ -10,6 +10,11 @@ import { ErrorCode, HermesError } from "./errors.ts";
 /** The protocol version this implementation speaks. */
 export const PROTOCOL_VERSION = 1;
 
+/** How long a receiver may hold an ack that has no frame to ride on, unless the sender's hello offers longer (docs/protocol.md §4). */
+export const PROTOCOL_ACK_DELAY_MS = 5;
+/** The longest `ack_delay_ms` a hello may offer: an hour. */
+const MAX_ACK_DELAY_MS = 3_600_000;
+
 /*
  * The control frames' schemas are the reference for their shapes; each is built, and zod
  * loaded, on its first use (envelope.ts). A connection checks a hello with isValidHello and asks
@@ -28,6 +33,8 @@ const helloSchema = withZod((z) =>
     token: z.string().optional(),
     /** Largest frame body this side accepts (additive; a peer that omits it is assumed to take 16 MiB). */
     max_frame_bytes: z.number().int().min(1).optional(),
+    /** How long the peer may hold an ack with nothing to ride on (additive; absent: 5 ms, §4). */
+    ack_delay_ms: z.number().int().min(0).max(MAX_ACK_DELAY_MS).optional(),
   }),
 );
 const ackSchema = withZod((z) => z.looseObject({ message_type: z.literal(ControlType.ACK), seq: z.number().int().min(0) }));
@@ -85,6 +92,7 @@ export function isValidHello(v: any): v is Hello {
   if (!msgpack) return false;
   if (!(Number.isSafeInteger(v.window) && v.window >= 1 && v.window <= 1_000_000)) return false;
   if (v.token !== undefined && typeof v.token !== "string") return false;
+  if (v.ack_delay_ms !== undefined && !(Number.isSafeInteger(v.ack_delay_ms) && v.ack_delay_ms >= 0 && v.ack_delay_ms <= MAX_ACK_DELAY_MS)) return false;
   return v.max_frame_bytes === undefined || (Number.isSafeInteger(v.max_frame_bytes) && v.max_frame_bytes >= 1);
 }
 
@@ -154,6 +162,13 @@ export interface ConnectionOptions extends LinkSettings {
   requireToken?: string;
   /** Largest frame body accepted. Default 16 MiB. */
   maxFrameBytes?: number;
+  /**
+   * Offered in hello as `ack_delay_ms`: how long the peer may hold an ack that has nothing to
+   * ride on. Longer than the protocol's 5 ms suits a link whose traffic needs no prompt acks (the
+   * mesh's control connections: acks ride on heartbeats and pongs instead of waking both ends);
+   * `whenAcknowledged` then pings the peer for them. Default: not offered (5 ms).
+   */
+  ackDelayMs?: number;
   /** Send a ping after this long without traffic. Default 5000 ms. */
   pingIntervalMs?: number;
   /** Close when the peer's hello has not arrived after this long. Default 5000 ms. */
@@ -179,7 +194,7 @@ export interface ConnectionOptions extends LinkSettings {
 }
 
 /** Options with every default filled in; `codecs` always includes plain `msgpack`. */
-export type ResolvedConnectionOptions = Required<Omit<ConnectionOptions, "token" | "requireToken">> & Pick<ConnectionOptions, "token" | "requireToken">;
+export type ResolvedConnectionOptions = Required<Omit<ConnectionOptions, "token" | "requireToken" | "ackDelayMs">> & Pick<ConnectionOptions, "token" | "requireToken" | "ackDelayMs">;
 
 /** Fills in the defaults of a connection's options. */
 export function resolveConnectionOptions(options: ConnectionOptions): ResolvedConnectionOptions {

@@ -23,6 +23,19 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
   }
 }
 
+/**
+ * True as soon as `condition` holds, false once `ms` have passed without it: for asserting that
+ * something does not happen within a bound the code under test promises (a held ack, say).
+ */
+export async function holdsWithin(condition: () => boolean, ms: number): Promise<boolean> {
+  try {
+    await waitFor(condition, "the condition", ms);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A spawned process (Bun or Deno) whose stdout lines are collected; killed with SIGKILL on dispose. */
 export interface Child extends AsyncDisposable {
   proc: Bun.Subprocess<"ignore", "pipe", "inherit">;

@@ -199,6 +199,8 @@ const VALID: ValidCase[] = [
   ["hello", "The first frame of a connection: protocol 1, node, codecs (msgpack is mandatory), window.", "hello", hello()],
   ["hello-with-token", "A hello that offers a faster codec and carries an auth token.", "hello",
     hello({ node: "deno-ocr", codecs: ["msgpackr-records", "msgpack"], window: 256, token: "s3cret-token" })],
+  ["hello-with-ack-delay", "A hello that lets the peer hold an ack with nothing to ride on for up to 30 s (ack_delay_ms, additive; absent, 5 ms): the peer sends it with its next frame, once the delay has passed, or when a ping comes.", "hello",
+    hello({ node: "supervisor", max_frame_bytes: 16777216, ack_delay_ms: 30000 })],
   ["ack", "A cumulative ack: every envelope with seq <= 7 on this connection was handled.", "ack", { message_type: "ack", seq: 7 }],
   ["ping", "A liveness probe on an idle connection.", "ping", { message_type: "ping", nonce: 1 }],
   ["pong", "The answer to ping nonce 1.", "pong", { message_type: "pong", nonce: 1 }],
@@ -248,6 +250,8 @@ const INVALID: InvalidCase[] = [
     frame(body(hello({ protocol: 2 })))],
   ["hello-without-msgpack", "A hello whose codecs omit the mandatory msgpack.", "hello", 2, "codecs must include \"msgpack\"",
     frame(body(hello({ codecs: ["msgpackr-records"] })))],
+  ["hello-ack-delay-negative", "A hello whose ack_delay_ms is not an integer from 0 to 3,600,000 (an hour).", "hello", 2, "ack_delay_ms out of range",
+    frame(body(hello({ ack_delay_ms: -1 })))],
 ];
 
 /** Every vector, checked against the reference decoder. */

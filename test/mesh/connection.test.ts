@@ -6,7 +6,7 @@ import { AckTracker } from "../../mesh/flow-control.ts";
 import { dial, listen, socketTransport } from "../../mesh/socket-transport.ts";
 import { PeerLink } from "../../mesh/peer-link.ts";
 import { createEvent } from "../../mesh/envelope.ts";
-import { tempDir, waitFor } from "../helpers.ts";
+import { holdsWithin, tempDir, waitFor } from "../helpers.ts";
 
 async function pair(serverOptions: Record<string, unknown> = {}, clientOptions: Record<string, unknown> = {}) {
   const dir = tempDir();
@@ -127,5 +127,64 @@ describe("liveness", () => {
     // Freeze the server's process-side reading by pausing its socket handler: stop pongs.
     (p.server as unknown as { handleData: (c: Uint8Array) => void }).handleData = () => {};
     await waitFor(() => statuses.includes("unhealthy"), "the unhealthy status", 3000);
+  });
+});
+
+describe("held acks (a hello's ack_delay_ms)", () => {
+  test("without the offer a lone ack goes at once; with it, it rides on the next frame the receiver sends", async () => {
+    await using prompt = await pair();
+    prompt.server.onEnvelope = (_env, seq) => prompt.server.settle(seq);
+    prompt.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
+    await waitFor(() => prompt.client.inFlight === 0, "the protocol's prompt ack", 2000);
+
+    await using p = await pair({}, { ackDelayMs: 60_000 });
+    expect(p.server.peer?.ack_delay_ms).toBe(60_000);
+    let handled = 0;
+    p.server.onEnvelope = (_env, seq) => {
+      handled++;
+      p.server.settle(seq);
+    };
+    for (let i = 0; i < 3; i++) p.client.send(createEvent("client", { target_agent: "server" }, { i }));
+    await waitFor(() => handled === 3, "three events handled");
+    // Forty times the 5 ms the protocol allows by default: the ack is held, not late.
+    expect(await holdsWithin(() => p.client.inFlight === 0, 200)).toBe(false);
+    expect(p.client.inFlight).toBe(3);
+    p.client.onEnvelope = () => {};
+    p.server.send(createEvent("server", { target_agent: "client" }, { back: true }));
+    await waitFor(() => p.client.inFlight === 0, "the ack, riding on the server's event", 2000);
+  });
+
+  test("whenAcknowledged asks a peer holding acks for them with a ping", async () => {
+    await using p = await pair({}, { ackDelayMs: 60_000 });
+    p.server.onEnvelope = (_env, seq) => p.server.settle(seq);
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 1 }));
+    const started = performance.now();
+    expect(await p.client.whenAcknowledged(3000)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(p.client.stats.pongsReceived).toBeGreaterThanOrEqual(1);
+  });
+
+  test("a quarter of the receiver's window owed is acknowledged at once, offer or not", async () => {
+    await using p = await pair({ window: 8 }, { ackDelayMs: 60_000 });
+    let handled = 0;
+    p.server.onEnvelope = (_env, seq) => {
+      handled++;
+      p.server.settle(seq);
+    };
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
+    await waitFor(() => handled === 1, "the first event handled");
+    expect(await holdsWithin(() => p.client.inFlight === 0, 100)).toBe(false);
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 1 }));
+    await waitFor(() => p.client.inFlight === 0, "the ack of two of a window of 8", 2000);
+  });
+
+  test("a held ack goes once its delay has passed", async () => {
+    await using p = await pair({}, { ackDelayMs: 150 });
+    p.server.onEnvelope = (_env, seq) => p.server.settle(seq);
+    const sent = performance.now();
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
+    await waitFor(() => p.client.inFlight === 0, "the held ack", 3000);
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(140);
   });
 });

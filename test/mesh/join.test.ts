@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
-import { clientSocketPath } from "../../mesh/control-protocol.ts";
+import { clientSocketPath, CONTROL_ACK_DELAY_MS } from "../../mesh/control-protocol.ts";
 import type { Connection } from "../../mesh/connection.ts";
 import { predialControl } from "../../mesh/control-client.ts";
 import { ControlServer } from "../../mesh/control-server.ts";
@@ -17,7 +17,7 @@ import { createLogger } from "../../mesh/logger.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { Registry, type RegistryEntry, type RegistryUpdate } from "../../mesh/registry.ts";
 import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
-import { spawnBun, tempDir, waitFor } from "../helpers.ts";
+import { holdsWithin, spawnBun, tempDir, waitFor } from "../helpers.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
 
 const FIXTURE = join(import.meta.dir, "join-fixture.ts");
@@ -259,6 +259,25 @@ describe("joinMesh", () => {
     await member.close();
     await member.closed;
     expect(existsSync(entry.socket)).toBe(false);
+  });
+
+  test("its control connection holds acks both ways: a heartbeat's rides on the supervisor's next update", async () => {
+    const plane = await controlPlane();
+    plane.registry.upsert(actorEntry(plane.dir, "worker", "starting"));
+    plane.server.expectSpawn("worker", "worker-secret");
+    const member = await joinMesh({
+      kind: "actor", dir: plane.dir, address: "worker", spawnSecret: "worker-secret",
+      // Figures that never change: a change would go out to every member, this one too, and the ack with it.
+      heartbeat: () => ({ queue_depth: 0, in_flight: 0, handled: 0, dead_letters: 0 }),
+    });
+    cleanups.push(() => member.close());
+    const connection = member.control.channel.connection as Connection;
+    expect(connection.peer?.ack_delay_ms).toBe(CONTROL_ACK_DELAY_MS);
+    await waitFor(() => connection.inFlight >= 1, "a heartbeat sent");
+    // Not acknowledged on its own: without the hold that would be within a turn of its arrival.
+    expect(await holdsWithin(() => connection.inFlight === 0, 300)).toBe(false);
+    plane.registry.upsert(actorEntry(plane.dir, "other", "healthy"));
+    await waitFor(() => member.registry.byAddress("other") !== undefined && connection.inFlight === 0, "the update, and with it the ack");
   });
 
   test("an actor whose init throws: the join fails with that error, its socket is gone, it never became healthy", async () => {

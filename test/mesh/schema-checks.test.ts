@@ -32,7 +32,7 @@ const UPDATES: unknown[] = [
 
 /** Values that sit on either side of some rule: types, bounds, integers, strings, holes. */
 const ODD_VALUES: unknown[] = [
-  undefined, null, true, 0, -0, 1, -1, 1.5, 5, 256, 257, 3600, 3600.5, 1_000_000, 1_000_001, 2 ** 53, -(2 ** 53), NaN, Infinity, -Infinity,
+  undefined, null, true, 0, -0, 1, -1, 1.5, 5, 256, 257, 3600, 3600.5, 1_000_000, 1_000_001, 3_600_000, 3_600_001, 2 ** 53, -(2 ** 53), NaN, Infinity, -Infinity,
   "", "x", "1.2", "msgpack", "healthy", "sleepy", "client", "a".repeat(256), "a".repeat(257),
   [], ["msgpack"], ["x"], [1], ["msgpack", 2], Array(33).fill("msgpack"), Array(32).fill("msgpack"), [, "msgpack"],
   {}, { a: "b" }, new Date(0), new Uint8Array(2),
@@ -55,7 +55,7 @@ function mutate(value: unknown, random: SeededRandom): unknown {
     const roll = random.int(10);
     if (roll < 6 && keys.length > 0) target[random.pick(keys)] = random.pick(ODD_VALUES);
     else if (roll < 8 && keys.length > 0) delete target[random.pick(keys)];
-    else target[random.pick(["x_extra", "address", "kind", "pid", "token", "max_frame_bytes", "type", "meta", "payload", "ttl"])] = random.pick(ODD_VALUES);
+    else target[random.pick(["x_extra", "address", "kind", "pid", "token", "max_frame_bytes", "ack_delay_ms", "type", "meta", "payload", "ttl"])] = random.pick(ODD_VALUES);
   }
   return random.int(20) === 0 ? random.pick(ODD_VALUES) : copy;
 }
@@ -80,14 +80,14 @@ function expectAgreement(check: (value: unknown) => boolean, schema: { safeParse
 
 describe("isValidHello agrees with HelloSchema", () => {
   test("on the hello a connection sends, and its optional fields", () => {
-    for (const hello of [HELLO, { ...HELLO, token: "t", max_frame_bytes: 1 << 20, x_future: 1 }, { ...HELLO, protocol: 2 }]) {
+    for (const hello of [HELLO, { ...HELLO, token: "t", max_frame_bytes: 1 << 20, x_future: 1 }, { ...HELLO, ack_delay_ms: 0 }, { ...HELLO, ack_delay_ms: 3_600_000 }, { ...HELLO, protocol: 2 }]) {
       expect(isValidHello(hello)).toBe(true);
       expect(HelloSchema.safeParse(hello).success).toBe(true);
     }
   });
 
   test("on 5,000 randomly broken hellos", () => {
-    expectAgreement(isValidHello, HelloSchema, [HELLO], 0x4e110);
+    expectAgreement(isValidHello, HelloSchema, [HELLO, { ...HELLO, ack_delay_ms: 30_000 }], 0x4e110);
   });
 });
 
