@@ -46,6 +46,8 @@ export class Supervisor {
   #state: SupervisorState = "idle";
   #hub = new EventHub<SupervisorEvent>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Children whose restart waits out a backoff, each with the turn that will start it. */
+  #waiting = new Map<ChildSlot, symbol>();
   #endExit: (exit: ExitInfo) => void;
   #stopping: Promise<void> | undefined;
   #brutal = false;
@@ -205,30 +207,48 @@ export class Supervisor {
     if (willRestart) await this.#restart(slot);
   }
 
-  /** Restarts `failed` and its strategy group; a child failing to start counts as another crash. */
+  /**
+   * Restarts `failed` and its strategy group; a child failing to start counts as another crash.
+   * A backoff is waited out of turn: the other children's exits and restarts go on meanwhile (a
+   * chaos run, bench/chaos.ts, had every child of a tree down for tens of seconds while each
+   * waited behind the one before it), and the group is started in turn once it has passed.
+   */
   async #restart(failed: ChildSlot): Promise<void> {
-    while (this.#state === "running") {
-      if (this.#intensity.record()) return this.#giveUp(failed);
-      const group = restartGroup(this.strategy, this.#slots.length, this.#slots.indexOf(failed)).map((i) => this.#slots[i]!);
-      // As in OTP, temporary siblings are stopped with the group but never restarted.
-      const restarting = group.filter((slot) => slot === failed || slot.restart !== "temporary");
-      const delayMs = failed.restartDelay();
-      failed.state = "restarting";
-      this.#emit({
-        type: "restarting", child: failed.id, strategy: this.strategy, delayMs,
-        recentRestarts: this.#intensity.count(), children: restarting.map((s) => s.id),
-      });
-      await this.#pause(delayMs);
-      if (this.#state !== "running") return;
-      for (const slot of [...group].reverse()) {
-        if (slot === failed || !slot.current) continue;
-        await this.#stopSlot(slot, "sibling_restart");
-        if (restarting.includes(slot)) slot.state = "restarting";
-      }
-      const next = await this.#startGroup(restarting);
-      if (!next) return this.#emit({ type: "restarted", child: failed.id, children: restarting.map((s) => s.id) });
-      failed = next;
+    if (this.#state !== "running") return;
+    if (this.#intensity.record()) return this.#giveUp(failed);
+    const group = restartGroup(this.strategy, this.#slots.length, this.#slots.indexOf(failed)).map((i) => this.#slots[i]!);
+    // As in OTP, temporary siblings are stopped with the group but never restarted.
+    const restarting = group.filter((slot) => slot === failed || slot.restart !== "temporary");
+    const delayMs = failed.restartDelay();
+    failed.state = "restarting";
+    this.#emit({
+      type: "restarting", child: failed.id, strategy: this.strategy, delayMs,
+      recentRestarts: this.#intensity.count(), children: restarting.map((s) => s.id),
+    });
+    if (delayMs <= 0) return this.#restartGroup(failed, group, restarting);
+    const turn = Symbol(failed.id);
+    this.#waiting.set(failed, turn);
+    void this.#pause(delayMs).then(() =>
+      this.#serial(async () => {
+        // A newer turn (it came back with a sibling's restart and crashed again) starts it, not this one.
+        if (this.#waiting.get(failed) !== turn) return;
+        this.#waiting.delete(failed);
+        if (!failed.current) await this.#restartGroup(failed, group, restarting);
+      }),
+    );
+  }
+
+  /** Stops the group's running siblings (in reverse order), then starts the group; a failed start is another crash. */
+  async #restartGroup(failed: ChildSlot, group: ChildSlot[], restarting: ChildSlot[]): Promise<void> {
+    if (this.#state !== "running") return;
+    for (const slot of [...group].reverse()) {
+      if (slot === failed || !slot.current) continue;
+      await this.#stopSlot(slot, "sibling_restart");
+      if (restarting.includes(slot)) slot.state = "restarting";
     }
+    const next = await this.#startGroup(restarting);
+    if (!next) return this.#emit({ type: "restarted", child: failed.id, children: restarting.map((s) => s.id) });
+    await this.#restart(next);
   }
 
   /** Starts `group` in order; returns the child that failed to start, if one did. */

@@ -70,6 +70,41 @@ describe("restart delay", () => {
     await sup.stop();
   });
 
+  test("a child waiting out its backoff holds up no one: a sibling's crash meanwhile is restarted at once", async () => {
+    const [a, b] = [double("a"), double("b")];
+    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 3000, maxMs: 5000, jitter: 0 }, children: [a, b] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    a.crash();
+    await waitFor(() => a.starts === 2, "a restarted at once");
+    a.crash(); // a repeated crash: a waits 3 s
+    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    b.crash();
+    await waitFor(() => b.starts === 2, "b restarted while a waits", 1500);
+    expect(a.starts).toBe(2);
+    await waitFor(() => a.starts === 3, "a restarted after its backoff", 10_000);
+    expect(events.flatMap((e) => (e.type === "restarting" ? [[e.child, e.delayMs]] : []))).toEqual([["a", 0], ["a", 3000], ["b", 0]]);
+    await sup.stop();
+  });
+
+  test("a supervisor stopped while a child waits out its backoff does not start it", async () => {
+    const a = double("a");
+    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    a.crash();
+    await waitFor(() => a.starts === 2, "a restarted at once");
+    a.crash();
+    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    await sup.stop();
+    // Longer than the backoff: a start it had scheduled would have come by now.
+    await Bun.sleep(600);
+    expect(a.starts).toBe(2);
+    expect(sup.status()[0]!.state).toBe("stopped");
+  });
+
   test("the sequence starts again, with an immediate restart, after a quiet period", () => {
     const slot = new ChildSlot(double("x"), { initialMs: 10, maxMs: 1000, jitter: 0, resetAfterMs: 5000 });
     expect([slot.restartDelay(0), slot.restartDelay(100), slot.restartDelay(200), slot.restartDelay(4000)]).toEqual([0, 10, 20, 40]);
