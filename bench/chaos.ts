@@ -10,13 +10,17 @@
  * keeps 8 requests to the relay in flight and streams events `ev-<i>` to the ledger, while a
  * killer picks a healthy instance at random every 250 to 750 ms and kills its process.
  *
- * Checked at the end, once the load has stopped and every answer is in:
- * - every request was answered, with its own `n` worked by a worker (none failed, none mixed up);
- * - the ledger counted every event exactly once, and every relay call exactly once: the
- *   client's and the relay's redeliveries and the durable stores' deduplication together;
- * - each kill was one restart, the supervisor's count of them as high as the kills;
- * - nothing went to a dead-letter list.
- * Reported too: the answers' latency while the kills went on (p50, p99, max), the longest
+ * Checked at the end, once the load has stopped and every answer is in, that nothing was lost
+ * and nothing done twice:
+ * - every request was answered, with its own `n` worked by a worker, or failed with code 10
+ *   because it ran out of delivery attempts (`max_attempts`, docs/protocol.md §4: its caller is
+ *   told, and its relay call ran at most once);
+ * - the ledger counted every event and every relay call of an answered request exactly once
+ *   (the client's and the relay's redeliveries and the durable stores' deduplication together),
+ *   and an event the client dead-lettered at most once;
+ * - each kill was one restart, the supervisor's count of them as high as the kills.
+ * Reported too: what was given up on after the attempts (requests, and events, with how many of
+ * those had been handled all the same), the answers' latency while the kills went on (p50, p99, max), the longest
  * stretch without an answer, and the supervisor's backoff before each restart (an instance
  * killed again within the restart period waits up to a second: docs/actors.md, "Backoff").
  *
@@ -26,7 +30,7 @@ import { cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MeshClient } from "../src/actor/connect-mesh.ts";
-import { HermesError } from "../mesh/errors.ts";
+import { ErrorCode, HermesError } from "../mesh/errors.ts";
 import { startBenchMesh } from "./lib/mesh.ts";
 
 const seconds = Number(process.argv[2] ?? 60);
@@ -44,9 +48,13 @@ supervisor:
 `;
 const VICTIMS = ["ledger", "relay", "worker#0", "worker#1", "worker#2"];
 
-const problems: string[] = [];
-const problem = (text: string) => {
-  if (problems.length < 50) problems.push(text);
+/** Broken promises by kind, each with how often and its first few cases. */
+const problems = new Map<string, { count: number; cases: string[] }>();
+const problem = (kind: string, example: string) => {
+  const entry = problems.get(kind) ?? { count: 0, cases: [] };
+  entry.count++;
+  if (entry.cases.length < 5) entry.cases.push(example);
+  problems.set(kind, entry);
 };
 
 /** The supervisor's restart delays (its backoff for a child's repeated crashes), in ms. */
@@ -64,6 +72,9 @@ let running = true;
 const startedAt = performance.now();
 const latencies: number[] = [];
 const answeredAt: number[] = [];
+const answeredNs: number[] = [];
+/** Requests the client gave up on after max_attempts deliveries (code 10): reported to their callers, not lost. */
+const gaveUp = new Set<number>();
 const failures = new Map<string, number>();
 let nextRequest = 0;
 let events = 0;
@@ -77,12 +88,15 @@ async function requestLane(c: MeshClient): Promise<void> {
       const answer = (await c.request("relay", { n }, { timeoutMs: SETTLE_MS })).payload;
       const at = performance.now();
       latencies.push(at - t0);
+      answeredNs.push(n);
       answeredAt.push(at);
-      if (answer.n !== n || answer.worked !== n) problem(`request ${n} was answered ${JSON.stringify(answer)}`);
+      if (answer.n !== n || answer.worked !== n) problem("requests answered with another's result", `${n}: ${JSON.stringify(answer)}`);
     } catch (error) {
       const key = error instanceof HermesError ? `code ${error.code}: ${error.message}` : String(error);
       failures.set(key, (failures.get(key) ?? 0) + 1);
-      problem(`request ${n} failed: ${key}`);
+      // Code 10 after max_attempts is the mesh saying so (docs/protocol.md §4); anything else is not.
+      if (error instanceof HermesError && error.code === ErrorCode.UNAVAILABLE && /delivery attempts/.test(error.message)) gaveUp.add(n);
+      else problem("requests failed otherwise than by running out of attempts", `${n}: ${key}`);
     }
   }
 }
@@ -124,7 +138,7 @@ running = false;
 clearInterval(progress);
 const stoppedAt = performance.now();
 const settled = await Promise.race([Promise.all(lanes).then(() => true), Bun.sleep(SETTLE_MS).then(() => false)]);
-if (!settled) problem(`the load did not settle within ${SETTLE_MS} ms of the end: a request never came back`);
+if (!settled) problem(`requests never settled (${SETTLE_MS} ms after the end)`, "the load did not settle");
 const totalKills = [...kills.values()].reduce((a, b) => a + b, 0);
 
 // Every instance back, then the ledger's counts once every event has reached it.
@@ -137,13 +151,27 @@ for (;;) {
   if (Object.keys(counts).length >= events + nextRequest || Date.now() > deadline) break;
   await Bun.sleep(100);
 }
-for (let i = 0; i < events; i++) if (counts[`ev-${i}`] !== 1) problem(`event ev-${i} counted ${counts[`ev-${i}`] ?? 0} times`);
-for (let n = 0; n < nextRequest; n++) if (counts[`relay-${n}`] !== 1) problem(`relay call ${n} counted ${counts[`relay-${n}`] ?? 0} times`);
+// A dead letter is the sender saying it could not confirm delivery, after max_attempts: such an
+// event may have been handled (its acks lost with the receiver) but never twice; a request the
+// caller was told had failed may have run at most once.
+const deadEvents = new Set(client.deadLetters().filter((d) => d.envelope.message_type === "event").map((d) => String(d.envelope.payload.key)));
+let deadButDelivered = 0;
+for (let i = 0; i < events; i++) {
+  const key = `ev-${i}`;
+  const seen = counts[key] ?? 0;
+  if (seen === 1 && deadEvents.has(key)) deadButDelivered++;
+  if (seen > 1 || (seen === 0 && !deadEvents.has(key))) problem(seen > 1 ? "events handled twice" : "events lost without a dead letter", `${key}: ${seen}`);
+}
+for (let n = 0; n < nextRequest; n++) {
+  const seen = counts[`relay-${n}`] ?? 0;
+  if (seen > 1 || (seen === 0 && !gaveUp.has(n))) problem(seen > 1 ? "relay calls run twice" : "relay calls of answered requests missing", `relay-${n}: ${seen}`);
+}
 const strays = Object.keys(counts).filter((k) => !/^(ev|relay)-\d+$/.test(k) || Number(k.split("-")[1]) >= (k.startsWith("ev") ? events : nextRequest));
-if (strays.length > 0) problem(`the ledger counted keys nobody sent: ${strays.slice(0, 5).join(", ")}`);
+for (const key of strays) problem("keys the ledger counted that nobody sent", key);
 const restarts = VICTIMS.reduce((sum, a) => sum + (registry.byAddress(a)?.restarts ?? 0), 0);
-if (restarts < totalKills) problem(`${totalKills} kills but ${restarts} restarts counted`);
-if (client.deadLetters().length > 0) problem(`${client.deadLetters().length} dead letters at the client`);
+if (restarts < totalKills) problem("kills without a restart", `${totalKills} kills, ${restarts} restarts`);
+const strangeDead = client.deadLetters().filter((d) => !(d.envelope.message_type === "event" || gaveUp.has(d.envelope.payload.n as number)));
+for (const dead of strangeDead) problem("dead letters of another kind", `${dead.envelope.message_type} to ${dead.destination}: ${dead.error.detail}`);
 
 const sorted = latencies.filter((_, i) => answeredAt[i]! <= stoppedAt).sort((a, b) => a - b);
 const pct = (p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
@@ -154,13 +182,14 @@ for (let i = 1; i < times.length; i++) longestGap = Math.max(longestGap, times[i
 const sortedBackoffs = backoffs.sort((a, b) => a - b);
 console.log(`chaos: ${totalKills} kills (${[...kills].map(([a, k]) => `${a} ${k}`).join(", ")}), ${restarts} restarts counted by the supervisor; backoff before a restart p50 ${sortedBackoffs[sortedBackoffs.length >> 1] ?? 0} ms, max ${sortedBackoffs.at(-1) ?? 0} ms (a child's repeated crashes)`);
 console.log(`chaos: ${nextRequest} requests, ${latencies.length} answered, ${[...failures.values()].reduce((a, b) => a + b, 0)} failed${failures.size ? ` (${[...failures].map(([k, v]) => `${v}x ${k}`).join("; ")})` : ""}; ${events} events`);
+console.log(`chaos: given up after ten delivery attempts (dead letters, reported): ${gaveUp.size} requests (code 10 to their callers), ${deadEvents.size} events (${deadButDelivered} of them handled all the same, once)`);
 console.log(`chaos: answers during the kills p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, max ${pct(100).toFixed(1)} ms; longest stretch without an answer ${longestGap.toFixed(1)} ms`);
-if (problems.length > 0) {
-  console.log(`chaos: FAILED\n  ${problems.join("\n  ")}`);
+if (problems.size > 0) {
+  console.log(`chaos: FAILED\n${[...problems].map(([kind, { count, cases }]) => `  ${kind}: ${count} (${cases.join("; ")}${count > cases.length ? "; ..." : ""})`).join("\n")}`);
   const kept = join(tmpdir(), `hermes-chaos-logs-${process.pid}`);
   cpSync(join(bench.dir, "logs"), kept, { recursive: true });
   console.log(`chaos: the actors' last lines:\n  ${bench.output.slice(-20).join("\n  ")}\nchaos: the mesh's logs are kept in ${kept}`);
   process.exitCode = 1;
 } else {
-  console.log("chaos: every request answered with its own n, every event and relay call counted exactly once, every kill a restart");
+  console.log("chaos: nothing lost and nothing twice: every request answered with its own n or failed with code 10, every event and relay call counted once (or, given up on, at most once), every kill a restart");
 }
