@@ -46,8 +46,8 @@ export class Supervisor {
   #state: SupervisorState = "idle";
   #hub = new EventHub<SupervisorEvent>();
   #queue: Promise<unknown> = Promise.resolve();
-  /** Children whose restart waits out a backoff, each with the turn that will start it. */
-  #waiting = new Map<ChildSlot, symbol>();
+  /** Each restarting child's latest restart, the one that starts it (an older one, overtaken, does not). */
+  #turns = new Map<ChildSlot, symbol>();
   #endExit: (exit: ExitInfo) => void;
   #stopping: Promise<void> | undefined;
   #brutal = false;
@@ -209,9 +209,10 @@ export class Supervisor {
 
   /**
    * Restarts `failed` and its strategy group; a child failing to start counts as another crash.
-   * A backoff is waited out of turn: the other children's exits and restarts go on meanwhile (a
-   * chaos run, bench/chaos.ts, had every child of a tree down for tens of seconds while each
-   * waited behind the one before it), and the group is started in turn once it has passed.
+   * The group's running siblings are stopped at once, as in OTP; a backoff is then waited out of
+   * turn, so that the other children's exits and restarts go on meanwhile (a chaos run,
+   * bench/chaos.ts, had every child of a tree down for tens of seconds while each waited behind
+   * the one before it), and what is still down of the group is started in turn after it.
    */
   async #restart(failed: ChildSlot): Promise<void> {
     if (this.#state !== "running") return;
@@ -225,29 +226,30 @@ export class Supervisor {
       type: "restarting", child: failed.id, strategy: this.strategy, delayMs,
       recentRestarts: this.#intensity.count(), children: restarting.map((s) => s.id),
     });
-    if (delayMs <= 0) return this.#restartGroup(failed, group, restarting);
-    const turn = Symbol(failed.id);
-    this.#waiting.set(failed, turn);
-    void this.#pause(delayMs).then(() =>
-      this.#serial(async () => {
-        // A newer turn (it came back with a sibling's restart and crashed again) starts it, not this one.
-        if (this.#waiting.get(failed) !== turn) return;
-        this.#waiting.delete(failed);
-        if (!failed.current) await this.#restartGroup(failed, group, restarting);
-      }),
-    );
-  }
-
-  /** Stops the group's running siblings (in reverse order), then starts the group; a failed start is another crash. */
-  async #restartGroup(failed: ChildSlot, group: ChildSlot[], restarting: ChildSlot[]): Promise<void> {
-    if (this.#state !== "running") return;
     for (const slot of [...group].reverse()) {
       if (slot === failed || !slot.current) continue;
       await this.#stopSlot(slot, "sibling_restart");
       if (restarting.includes(slot)) slot.state = "restarting";
     }
-    const next = await this.#startGroup(restarting);
-    if (!next) return this.#emit({ type: "restarted", child: failed.id, children: restarting.map((s) => s.id) });
+    const turn = Symbol(failed.id);
+    this.#turns.set(failed, turn);
+    if (delayMs <= 0) return this.#startRestarting(failed, restarting, turn);
+    void this.#pause(delayMs).then(() => this.#serial(() => this.#startRestarting(failed, restarting, turn)));
+  }
+
+  /**
+   * Starts what of a restart's group is still waiting for it, unless a newer restart of the same
+   * child took over (it came back meanwhile, by an operator's restartChild or a sibling's
+   * restart, and crashed again); what came back meanwhile, or exited for good, is left alone.
+   */
+  async #startRestarting(failed: ChildSlot, restarting: ChildSlot[], turn: symbol): Promise<void> {
+    if (this.#turns.get(failed) !== turn) return;
+    this.#turns.delete(failed);
+    if (this.#state !== "running") return;
+    const due = restarting.filter((slot) => slot.state === "restarting" && !slot.current);
+    if (due.length === 0) return;
+    const next = await this.#startGroup(due);
+    if (!next) return this.#emit({ type: "restarted", child: failed.id, children: due.map((s) => s.id) });
     await this.#restart(next);
   }
 

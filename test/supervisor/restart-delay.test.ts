@@ -13,13 +13,15 @@ import { holdsWithin, waitFor } from "../helpers.ts";
 
 const CRASH: ExitInfo = { code: 1, signal: null, reason: "crashed" };
 
-/** A child double: `crash()` ends its current instance abnormally; `starts` counts its starts. */
-function double(id: string): ChildSpec & { crash(): void; starts: number } {
+/** A child double: `crash()` ends its current instance abnormally, `finish()` normally; `starts` counts its starts. */
+function double(id: string, restart?: ChildSpec["restart"]): ChildSpec & { crash(): void; finish(): void; starts: number } {
   let current: ((exit: ExitInfo) => void) | undefined;
   const child = {
     id,
+    ...(restart && { restart }),
     starts: 0,
     crash: () => current?.(CRASH),
+    finish: () => current?.({ code: 0, signal: null, reason: "normal" }),
     async start(): Promise<ChildHandle> {
       child.starts++;
       const { promise, resolve } = Promise.withResolvers<ExitInfo>();
@@ -102,6 +104,47 @@ describe("restart delay", () => {
     // Twice the backoff: a start it had scheduled would have come by then.
     expect(await holdsWithin(() => a.starts > 2, 600)).toBe(false);
     expect(sup.status()[0]!.state).toBe("stopped");
+  });
+
+  test("one_for_all: the siblings stop at once, and the group starts when the backoff is over", async () => {
+    const [a, b] = [double("a"), double("b")];
+    const sup = new Supervisor({ id: "root", strategy: "one_for_all", intensity: 10, period: 60_000, backoff: { initialMs: 400, jitter: 0 }, children: [a, b] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    a.crash();
+    await waitFor(() => a.starts === 2 && b.starts === 2, "the group restarted at once");
+    let bStoppedAt = 0;
+    sup.onEvent((e) => {
+      if (e.type === "stopped" && e.child === "b") bStoppedAt = performance.now();
+    });
+    const crashedAt = performance.now();
+    a.crash(); // repeated: 400 ms
+    await waitFor(() => bStoppedAt > 0, "b stopped with a's second crash");
+    expect(bStoppedAt - crashedAt).toBeLessThan(300);
+    expect([a.starts, b.starts]).toEqual([2, 2]);
+    await waitFor(() => a.starts === 3 && b.starts === 3, "the group started after the backoff");
+    expect(events.filter((e) => e.type === "restarted").length).toBe(2);
+    await sup.stop();
+  });
+
+  test("a child brought back during its backoff (restartChild) is not started again when the wait ends, nor after a normal exit", async () => {
+    const a = double("a", "transient");
+    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
+    const events: SupervisorEvent[] = [];
+    sup.onEvent((e) => events.push(e));
+    await sup.start();
+    a.crash();
+    await waitFor(() => a.starts === 2, "a restarted at once");
+    a.crash(); // waits 300 ms
+    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    await sup.restartChild("a");
+    expect(a.starts).toBe(3);
+    a.finish(); // transient: a normal exit is not restarted
+    await waitFor(() => sup.status()[0]!.state === "exited", "a exited for good");
+    // Twice the backoff: the overtaken wait would have started it by then.
+    expect(await holdsWithin(() => a.starts > 3, 600)).toBe(false);
+    await sup.stop();
   });
 
   test("the sequence starts again, with an immediate restart, after a quiet period", () => {
