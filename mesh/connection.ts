@@ -180,6 +180,8 @@ export class Connection implements MeshLink {
       if (settles !== undefined) this.settle(settles);
       return;
     }
+    // Out of credit: a peer allowed to hold its acks is asked for them (once per wait).
+    if (this.#window.backlogged === 0 && this.#state === "open") this.#askForAcks();
     this.#window.defer(env, settles, now);
   }
 
@@ -223,10 +225,13 @@ export class Connection implements MeshLink {
 
   /** Resolves true when every sent envelope has been acknowledged; false after `timeoutMs` or a close. */
   whenAcknowledged(timeoutMs = 5000): Promise<boolean> {
-    // A peer allowed to hold its acks longer than the protocol's 5 ms sends them with its pong.
-    const held = (this.options.ackDelayMs ?? 0) > PROTOCOL_ACK_DELAY_MS && this.#state === "open" && !this.#waiters.allAcknowledged;
-    if (held) this.#writeControl({ message_type: ControlType.PING });
+    if (!this.#waiters.allAcknowledged) this.#askForAcks();
     return this.#waiters.whenAcknowledged(timeoutMs);
+  }
+
+  /** A peer allowed to hold its acks longer than the protocol's 5 ms sends them with its pong. */
+  #askForAcks(): void {
+    if ((this.options.ackDelayMs ?? 0) > PROTOCOL_ACK_DELAY_MS && this.#state === "open") this.#writeControl({ message_type: ControlType.PING });
   }
 
   /**
@@ -455,6 +460,8 @@ export class Connection implements MeshLink {
     if (this.#window.ack(seq, this.onAcknowledged) > 0) {
       this.#releaseBacklog();
       this.#waiters.onAcked();
+      // Still short of credit, or waited on: what went out since the last ask is asked for too.
+      if (!this.#waiters.allAcknowledged && (this.#window.backlogged > 0 || this.#waiters.waitingForAll)) this.#askForAcks();
     }
   }
 

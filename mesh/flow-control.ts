@@ -81,6 +81,7 @@ export class WriteQueue {
   #end = 0;
   #scheduled = false;
   #blocked = false;
+  #wrote = false; // a frame of this tick went out at once (past the high-water mark)
   #idle: Array<() => void> = [];
   #beforeFlush: ((carriesData: boolean) => void) | undefined;
   /** Frames pushed so far, and at the flush task's last turn; turns waited, and idle ones. */
@@ -100,7 +101,8 @@ export class WriteQueue {
     this.#turns = this.#idleTurns = 0;
     try {
       // Still marked scheduled while the hook adds its frame, so that frame schedules nothing more.
-      this.#beforeFlush?.(this.#end > this.#start);
+      this.#beforeFlush?.(this.#end > this.#start || this.#wrote);
+      this.#wrote = false;
     } finally {
       this.#scheduled = false;
     }
@@ -147,8 +149,11 @@ export class WriteQueue {
     buf[at + 3] = length & 0xff;
     buf.set(body, at + 4);
     this.#end = at + 4 + length;
-    if (this.#end - this.#start >= HIGH_WATER_BYTES) this.flush();
-    else this.schedule();
+    if (this.#end - this.#start >= HIGH_WATER_BYTES) {
+      this.flush();
+      this.#wrote = true; // the end of the tick's hook still hears that data went out
+    }
+    this.schedule();
   }
 
   /** Writes as much as the kernel takes now. */
@@ -165,10 +170,7 @@ export class WriteQueue {
   }
 
   /** Called from the socket's drain handler: the kernel has room again. */
-  onDrain(): void {
-    this.#blocked = false;
-    this.flush();
-  }
+  onDrain(): void { this.#blocked = false; this.flush(); }
 
   /** Resolves once every queued byte has been handed to the kernel. */
   whenFlushed(): Promise<void> {
@@ -284,9 +286,7 @@ export class AckEmitter {
   }
 
   /** The connection is done: no held ack fires after it. */
-  stop(): void {
-    if (this.#held !== undefined) this.#release(false);
-  }
+  stop(): void { if (this.#held !== undefined) this.#release(false); }
 }
 
 /** Default byte budget of a connection's unacknowledged frames, and again of what waits for credit. */
@@ -492,9 +492,10 @@ export class CreditWaiters {
   #acknowledged: Array<() => void> = [];
   #closed = false;
 
-  constructor(window: SendWindow) {
-    this.#window = window;
-  }
+  constructor(window: SendWindow) { this.#window = window; }
+
+  /** True while someone waits in whenAcknowledged. */
+  get waitingForAll(): boolean { return this.#acknowledged.length > 0; }
 
   get allAcknowledged(): boolean { return this.#window.inFlight === 0 && this.#window.backlogged === 0; }
 
@@ -553,7 +554,5 @@ export class CreditWaiters {
     this.#releaseAcknowledged();
   }
 
-  #releaseAcknowledged(): void {
-    for (const resolve of this.#acknowledged.splice(0)) resolve();
-  }
+  #releaseAcknowledged(): void { for (const resolve of this.#acknowledged.splice(0)) resolve(); }
 }

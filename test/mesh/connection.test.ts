@@ -179,6 +179,32 @@ describe("held acks (a hello's ack_delay_ms)", () => {
     await waitFor(() => p.client.inFlight === 0, "the ack of two of a window of 8", 2000);
   });
 
+  test("a held ack goes with a frame too big to wait for the end of the tick", async () => {
+    await using p = await pair({}, { ackDelayMs: 60_000 });
+    p.server.onEnvelope = (_env, seq) => {
+      // Past the write queue's 32 KiB high-water mark: written at once, before the settle.
+      p.server.send(createEvent("server", { target_agent: "client" }, { blob: "x".repeat(40_000) }));
+      p.server.settle(seq);
+    };
+    let got = 0;
+    p.client.onEnvelope = () => void got++;
+    p.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
+    await waitFor(() => got === 1 && p.client.inFlight === 0, "the big answer, and the ack with it", 2000);
+  });
+
+  test("a sender out of byte credit asks a peer holding acks for them, and goes on", async () => {
+    await using p = await pair({}, { ackDelayMs: 60_000, maxUnackedBytes: 2048 });
+    let handled = 0;
+    p.server.onEnvelope = (_env, seq) => {
+      handled++;
+      p.server.settle(seq);
+    };
+    for (let i = 0; i < 8; i++) p.client.send(createEvent("client", { target_agent: "server" }, { i, pad: "y".repeat(400) }));
+    expect(p.client.backlogged).toBeGreaterThan(0);
+    await waitFor(() => handled === 8 && p.client.backlogged === 0, "all eight sent and handled", 3000);
+    expect(await p.client.whenAcknowledged(2000)).toBe(true);
+  });
+
   test("a held ack goes once its delay has passed", async () => {
     await using p = await pair({}, { ackDelayMs: 150 });
     p.server.onEnvelope = (_env, seq) => p.server.settle(seq);
