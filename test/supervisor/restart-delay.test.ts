@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { ChildSlot } from "../../src/supervisor/child-slot.ts";
 import type { ChildHandle, ChildSpec, ExitInfo } from "../../src/supervisor/child-spec.ts";
 import type { SupervisorEvent } from "../../src/supervisor/supervisor-events.ts";
+import type { SupervisorOptions } from "../../src/supervisor/supervisor-options.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { holdsWithin, waitFor } from "../helpers.ts";
 
@@ -33,15 +34,30 @@ function double(id: string, restart?: ChildSpec["restart"]): ChildSpec & { crash
   return child;
 }
 
+/** A started supervisor with every event it emits recorded. */
+async function started(options: SupervisorOptions): Promise<{ sup: Supervisor; events: SupervisorEvent[] }> {
+  const sup = new Supervisor(options);
+  const events: SupervisorEvent[] = [];
+  sup.onEvent((e) => events.push(e));
+  await sup.start();
+  return { sup, events };
+}
+
+/** Crashes `child` twice: the first restart is immediate, the second is decided (and waits its backoff). */
+async function crashTwice(child: ReturnType<typeof double>, events: SupervisorEvent[]): Promise<void> {
+  const starts = child.starts;
+  child.crash();
+  await waitFor(() => child.starts === starts + 1, `${child.id} restarted at once`);
+  child.crash();
+  await waitFor(() => events.filter((e) => e.type === "restarting" && e.child === child.id).length === 2, `${child.id}'s second restart decided`);
+}
+
 const delays = (events: SupervisorEvent[]) => events.flatMap((e) => (e.type === "restarting" ? [e.delayMs] : []));
 
 describe("restart delay", () => {
   test("a child's first restart is immediate, repeated ones back off, and too many give up", async () => {
     const crashy = double("crashy");
-    const sup = new Supervisor({ id: "root", intensity: 3, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [crashy] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
+    const { sup, events } = await started({ id: "root", intensity: 3, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [crashy] });
     for (let restart = 1; restart <= 3; restart++) {
       crashy.crash();
       await waitFor(() => crashy.starts === restart + 1, `restart ${restart}`);
@@ -58,10 +74,7 @@ describe("restart delay", () => {
 
   test("each child has its own: a sibling's crashes do not make another child's first restart wait", async () => {
     const [a, b] = [double("a"), double("b")];
-    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [a, b] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [a, b] });
     a.crash();
     await waitFor(() => a.starts === 2, "a restarted");
     a.crash();
@@ -74,14 +87,9 @@ describe("restart delay", () => {
 
   test("a child waiting out its backoff holds up no one: a sibling's crash meanwhile is restarted at once", async () => {
     const [a, b] = [double("a"), double("b")];
-    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 3000, maxMs: 5000, jitter: 0 }, children: [a, b] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
-    a.crash();
-    await waitFor(() => a.starts === 2, "a restarted at once");
-    a.crash(); // a repeated crash: a waits 3 s
-    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 3000, maxMs: 5000, jitter: 0 }, children: [a, b] });
+    // The second crash is a repeated one: a waits 3 s.
+    await crashTwice(a, events);
     b.crash();
     await waitFor(() => b.starts === 2, "b restarted while a waits", 1500);
     expect(a.starts).toBe(2);
@@ -92,14 +100,8 @@ describe("restart delay", () => {
 
   test("a supervisor stopped while a child waits out its backoff does not start it", async () => {
     const a = double("a");
-    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
-    a.crash();
-    await waitFor(() => a.starts === 2, "a restarted at once");
-    a.crash();
-    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
+    await crashTwice(a, events);
     await sup.stop();
     // Twice the backoff: a start it had scheduled would have come by then.
     expect(await holdsWithin(() => a.starts > 2, 600)).toBe(false);
@@ -108,10 +110,7 @@ describe("restart delay", () => {
 
   test("one_for_all: the siblings stop at once, and the group starts when the backoff is over", async () => {
     const [a, b] = [double("a"), double("b")];
-    const sup = new Supervisor({ id: "root", strategy: "one_for_all", intensity: 10, period: 60_000, backoff: { initialMs: 400, jitter: 0 }, children: [a, b] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
+    const { sup, events } = await started({ id: "root", strategy: "one_for_all", intensity: 10, period: 60_000, backoff: { initialMs: 400, jitter: 0 }, children: [a, b] });
     a.crash();
     await waitFor(() => a.starts === 2 && b.starts === 2, "the group restarted at once");
     let bStoppedAt = 0;
@@ -130,14 +129,9 @@ describe("restart delay", () => {
 
   test("a child brought back during its backoff (restartChild) is not started again when the wait ends, nor after a normal exit", async () => {
     const a = double("a", "transient");
-    const sup = new Supervisor({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
-    const events: SupervisorEvent[] = [];
-    sup.onEvent((e) => events.push(e));
-    await sup.start();
-    a.crash();
-    await waitFor(() => a.starts === 2, "a restarted at once");
-    a.crash(); // waits 300 ms
-    await waitFor(() => events.filter((e) => e.type === "restarting").length === 2, "a's second restart decided");
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 300, jitter: 0 }, children: [a] });
+    // The second crash waits 300 ms.
+    await crashTwice(a, events);
     await sup.restartChild("a");
     expect(a.starts).toBe(3);
     a.finish(); // transient: a normal exit is not restarted
