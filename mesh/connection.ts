@@ -95,10 +95,13 @@ export class Connection implements MeshLink {
   #bigFramesHeld = new Map<number, number>();
   #heldBytes = 0;
   #closeError: HermesError | undefined;
+  /** This side let the peer hold its acks (hello's ack_delay_ms): it pings for them when it needs them. */
+  #offeredAckDelay: boolean;
 
   constructor(socket: ByteStream, role: "dialer" | "acceptor", options: ConnectionOptions) {
     this.role = role;
     this.options = resolveConnectionOptions(options);
+    this.#offeredAckDelay = (this.options.ackDelayMs ?? 0) > PROTOCOL_ACK_DELAY_MS;
     this.#socket = socket;
     this.#writer = new WriteQueue(socket, this.#acks.flush);
     this.#acks.attach(this.#writer);
@@ -181,7 +184,7 @@ export class Connection implements MeshLink {
       return;
     }
     // Out of credit: a peer allowed to hold its acks is asked for them (once per wait).
-    if (this.#window.backlogged === 0 && this.#state === "open") this.#askForAcks();
+    if (this.#offeredAckDelay && this.#window.backlogged === 0) this.#askForAcks();
     this.#window.defer(env, settles, now);
   }
 
@@ -231,7 +234,7 @@ export class Connection implements MeshLink {
 
   /** A peer allowed to hold its acks longer than the protocol's 5 ms sends them with its pong. */
   #askForAcks(): void {
-    if ((this.options.ackDelayMs ?? 0) > PROTOCOL_ACK_DELAY_MS && this.#state === "open") this.#writeControl({ message_type: ControlType.PING });
+    if (this.#offeredAckDelay && this.#state === "open") this.#writeControl({ message_type: ControlType.PING });
   }
 
   /**
@@ -461,7 +464,7 @@ export class Connection implements MeshLink {
       this.#releaseBacklog();
       this.#waiters.onAcked();
       // Still short of credit, or waited on: what went out since the last ask is asked for too.
-      if (!this.#waiters.allAcknowledged && (this.#window.backlogged > 0 || this.#waiters.waitingForAll)) this.#askForAcks();
+      if (this.#offeredAckDelay && !this.#waiters.allAcknowledged && (this.#window.backlogged > 0 || this.#waiters.waitingForAll)) this.#askForAcks();
     }
   }
 

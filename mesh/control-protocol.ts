@@ -12,8 +12,8 @@ export const SUPERVISOR_ADDRESS = "supervisor";
  * What both ends of a control connection offer as `ack_delay_ms` (docs/protocol.md §2): its
  * registry updates, heartbeats and load figures need no prompt acks, so an ack rides on the
  * next heartbeat or pong (a side that hears nothing pings after 5 s) instead of waking both
- * processes once more per message: a third of an idle member's CPU per registry update, and as
- * much of the supervisor's (bench/wakeup.ts, docs/benchmarks.md).
+ * processes once more per message: about a fifth of a member's CPU per isolated registry update,
+ * and of the supervisor's (bench/wakeup.ts, docs/benchmarks.md).
  */
 export const CONTROL_ACK_DELAY_MS = 30_000;
 

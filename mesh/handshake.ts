@@ -166,7 +166,8 @@ export interface ConnectionOptions extends LinkSettings {
    * Offered in hello as `ack_delay_ms`: how long the peer may hold an ack that has nothing to
    * ride on. Longer than the protocol's 5 ms suits a link whose traffic needs no prompt acks (the
    * mesh's control connections: acks ride on heartbeats and pongs instead of waking both ends);
-   * `whenAcknowledged` then pings the peer for them. Default: not offered (5 ms).
+   * this side pings for them when it runs out of credit or waits in `whenAcknowledged`.
+   * Default: not offered (5 ms).
    */
   ackDelayMs?: number;
   /** Send a ping after this long without traffic. Default 5000 ms. */
