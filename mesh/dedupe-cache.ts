@@ -62,8 +62,15 @@ export class DedupeCache implements DedupeStore {
   /** Slots of ids that are not ULIDs, and the other way round (to unindex an evicted one). */
   #named = new Map<string, number>();
   #nameOf = new Map<number, string>();
-  /** Answer bodies kept, by slot, oldest first; their sizes are in the slots. */
-  #answers = new Map<number, Envelope>();
+  /**
+   * Answer bodies kept, by slot (their sizes are in the slots). An array the ring's size, not a
+   * Map: setting and deleting a Map entry per request was a tenth of a busy actor's profile.
+   */
+  #answers: (Envelope | undefined)[] = new Array(INITIAL_SLOTS);
+  #answerCount = 0;
+  /** The order the bodies were kept in, oldest first, for the budget to give up the oldest. */
+  #keptOrder = new KeptOrder();
+  #keeps = 0;
   #summaries = new Map<number, AnswerSummary>();
   #answerBytesTotal = 0;
   /** The key of the id read last: a message is looked up, begun and completed by the same id. */
@@ -99,7 +106,7 @@ export class DedupeCache implements DedupeStore {
     return {
       state: this.#slots.state[slot] === HANDLING ? "handling" : "done",
       at: this.#slots.at[slot]!,
-      answer: this.#answers.get(slot),
+      answer: this.#answers[slot],
       answerSummary: this.#summaries.get(slot),
     };
   }
@@ -123,7 +130,7 @@ export class DedupeCache implements DedupeStore {
 
   releaseAnswer(id: string): void {
     // Answers are acknowledged by correlation_id, which need not be an id of ours at all.
-    if (this.#answers.size === 0) return;
+    if (this.#answerCount === 0) return;
     const slot = this.#find(id);
     if (slot >= 0) this.#dropAnswer(slot);
   }
@@ -170,7 +177,7 @@ export class DedupeCache implements DedupeStore {
   #remove(slot: number): void {
     if (slot === this.#slotOfKey) this.#slotKnown = false;
     // Most receivers keep no answers (events) and see only ULIDs: three empty Maps not asked.
-    if (this.#answers.size > 0) this.#dropAnswer(slot);
+    if (this.#answerCount > 0) this.#dropAnswer(slot);
     if (this.#summaries.size > 0) this.#summaries.delete(slot);
     const name = this.#nameOf.size > 0 ? this.#nameOf.get(slot) : undefined;
     if (name !== undefined) {
@@ -205,7 +212,10 @@ export class DedupeCache implements DedupeStore {
       for (const [slot, value] of map) next.set(moved[slot]!, value);
       return next;
     };
-    this.#answers = renumber(this.#answers);
+    const answers: (Envelope | undefined)[] = new Array(size);
+    if (this.#answerCount > 0) for (let slot = 0; slot < old.size; slot++) if (this.#answers[slot] !== undefined) answers[moved[slot]!] = this.#answers[slot];
+    this.#answers = answers;
+    this.#keptOrder.renumber(moved);
     this.#summaries = renumber(this.#summaries);
     this.#nameOf = renumber(this.#nameOf);
     for (const [slot, name] of this.#nameOf) this.#named.set(name, slot);
@@ -219,20 +229,33 @@ export class DedupeCache implements DedupeStore {
       return;
     }
     // Make room by giving up the oldest bodies: a redelivery, if one comes, comes soon after a crash.
-    // (Checked before iterating: starting an iteration of a Map with deletions behind it is not free.)
-    if (this.#answerBytesTotal + bytes > this.answerBudgetBytes) for (const [oldSlot, old] of this.#answers) {
-      if (this.#answerBytesTotal + bytes <= this.answerBudgetBytes) break;
-      this.#summaries.set(oldSlot, summaryOf(old, this.#slots.answerBytes[oldSlot]!));
-      this.#dropAnswer(oldSlot);
-    }
-    this.#answers.set(slot, answer);
+    if (this.#answerBytesTotal + bytes > this.answerBudgetBytes) this.#summarizeOldest(this.answerBudgetBytes - bytes);
+    this.#answers[slot] = answer;
+    this.#answerCount++;
     this.#slots.answerBytes[slot] = bytes;
-    this.#summaries.delete(slot);
+    this.#slots.answerKeep[slot] = ++this.#keeps;
+    this.#keptOrder.push(slot, this.#keeps, this.#isKept);
+    if (this.#summaries.size > 0) this.#summaries.delete(slot);
     this.#answerBytesTotal += bytes;
   }
 
+  /** Gives up the oldest answer bodies, oldest first, until those kept total at most `bytes`. */
+  #summarizeOldest(bytes: number): void {
+    while (this.#answerBytesTotal > bytes) {
+      const slot = this.#keptOrder.shift(this.#isKept);
+      if (slot < 0) return;
+      this.#summaries.set(slot, summaryOf(this.#answers[slot]!, this.#slots.answerBytes[slot]!));
+      this.#dropAnswer(slot);
+    }
+  }
+
+  /** Whether the body kept at `slot` by keep number `keep` is still there (not released, replaced or evicted). */
+  #isKept = (slot: number, keep: number): boolean => this.#answers[slot] !== undefined && this.#slots.answerKeep[slot] === keep;
+
   #dropAnswer(slot: number): void {
-    if (!this.#answers.delete(slot)) return;
+    if (this.#answers[slot] === undefined) return;
+    this.#answers[slot] = undefined;
+    this.#answerCount--;
     this.#answerBytesTotal -= this.#slots.answerBytes[slot]!;
   }
 }
@@ -290,6 +313,8 @@ class SeenSlots {
   readonly state: Uint8Array;
   readonly at: Float64Array;
   readonly answerBytes: Float64Array;
+  /** Which keep of an answer body the slot holds (DedupeCache counts them), to tell a stale place in KeptOrder. */
+  readonly answerKeep: Float64Array;
   /** Slot + 1 of each indexed key, 0 where free; twice the ring's size, so at most half full. */
   readonly #index: Int32Array;
   readonly #mask: number;
@@ -304,6 +329,7 @@ class SeenSlots {
     this.state = new Uint8Array(size);
     this.at = new Float64Array(size);
     this.answerBytes = new Float64Array(size);
+    this.answerKeep = new Float64Array(size);
     this.#index = new Int32Array(size * 2);
     this.#mask = size * 2 - 1;
   }
@@ -368,6 +394,7 @@ class SeenSlots {
       next.state[to] = this.state[slot]!;
       next.at[to] = this.at[slot]!;
       next.answerBytes[to] = this.answerBytes[slot]!;
+      next.answerKeep[to] = this.answerKeep[slot]!;
       // Word by word: a subarray per slot made growing the ring a visible share of a profile.
       for (let w = 0; w < KEY_WORDS; w++) next.keys[to * KEY_WORDS + w] = this.keys[slot * KEY_WORDS + w]!;
       if (this.hash[slot] === -1) next.hash[to] = -1;
@@ -399,6 +426,58 @@ class SeenSlots {
       hole = i;
     }
     index[hole] = 0;
+  }
+}
+
+/**
+ * The slots whose answer bodies were kept, in the order they were kept, each with the number of
+ * its keep. A body released or replaced leaves its place behind, stale (the slot holds another
+ * keep, or none), skipped when it reaches the head; the queue is compacted when it fills and
+ * stale places are at least half of it, so it stays within twice the bodies kept.
+ */
+class KeptOrder {
+  #slot = new Int32Array(256);
+  #keep = new Float64Array(256);
+  #head = 0;
+  #tail = 0;
+
+  push(slot: number, keep: number, isKept: (slot: number, keep: number) => boolean): void {
+    if (this.#tail === this.#slot.length) this.#makeRoom(isKept);
+    this.#slot[this.#tail] = slot;
+    this.#keep[this.#tail++] = keep;
+  }
+
+  /** The slot of the oldest body still kept, taken off the queue; -1 when there is none. */
+  shift(isKept: (slot: number, keep: number) => boolean): number {
+    while (this.#head < this.#tail) {
+      const slot = this.#slot[this.#head]!, keep = this.#keep[this.#head++]!;
+      if (slot >= 0 && isKept(slot, keep)) return slot;
+    }
+    this.#head = this.#tail = 0;
+    return -1;
+  }
+
+  /** The slots were renumbered (`moved[old]` is the new one, -1 for gone). */
+  renumber(moved: Int32Array): void {
+    for (let i = this.#head; i < this.#tail; i++) this.#slot[i] = moved[this.#slot[i]!]!;
+  }
+
+  #makeRoom(isKept: (slot: number, keep: number) => boolean): void {
+    let live = 0;
+    for (let i = this.#head; i < this.#tail; i++) {
+      const slot = this.#slot[i]!, keep = this.#keep[i]!;
+      if (slot < 0 || !isKept(slot, keep)) continue;
+      this.#slot[live] = slot;
+      this.#keep[live++] = keep;
+    }
+    this.#head = 0;
+    this.#tail = live;
+    if (live * 2 <= this.#slot.length) return;
+    const slots = new Int32Array(this.#slot.length * 2), keeps = new Float64Array(this.#slot.length * 2);
+    slots.set(this.#slot.subarray(0, live));
+    keeps.set(this.#keep.subarray(0, live));
+    this.#slot = slots;
+    this.#keep = keeps;
   }
 }
 

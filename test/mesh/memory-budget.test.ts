@@ -175,6 +175,59 @@ describe("DedupeCache answer budget", () => {
     expect(cache.answerBytes).toBeGreaterThan(3 * 2500);
   });
 
+  test("random keeps, releases, re-keeps and forgets give up bodies in the order they were kept, through growth and compaction", () => {
+    let x = 0x9e3779b9;
+    const next = (): number => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) / 2 ** 32;
+    };
+    const one = new DedupeCache();
+    one.complete("probe", answer(100));
+    const bytesOfOne = one.answerBytes;
+    const budget = bytesOfOne * 300; // more than the order queue holds at first
+    const cache = new DedupeCache({ capacity: 5_000, answerBudgetBytes: budget });
+    // The model: the ids whose bodies are kept, in the order they were kept, and those summarized.
+    const kept = new Map<string, true>();
+    const summarized = new Set<string>();
+    const pool = Array.from({ length: 3_000 }, (_, i) => (i % 7 === 6 ? `name-${i}` : newMessageId()));
+    const known = new Set<string>();
+    for (let op = 0; op < 40_000; op++) {
+      const id = pool[Math.floor(next() * pool.length)]!;
+      const roll = next();
+      if (roll < 0.5) {
+        cache.complete(id, answer(100));
+        known.add(id);
+        kept.delete(id);
+        summarized.delete(id);
+        for (const oldId of kept.keys()) {
+          if ((kept.size + 1) * bytesOfOne <= budget) break;
+          kept.delete(oldId);
+          summarized.add(oldId);
+        }
+        kept.set(id, true);
+      } else if (roll < 0.8) {
+        cache.releaseAnswer(id);
+        kept.delete(id);
+      } else {
+        cache.forget(id);
+        known.delete(id);
+        kept.delete(id);
+        summarized.delete(id);
+      }
+      if (op % 101 === 0 || op === 39_999) {
+        expect(cache.answerBytes).toBe(kept.size * bytesOfOne);
+        for (const probe of pool) {
+          const found = cache.lookup(probe);
+          expect(found === undefined ? "unknown" : found.answer ? "kept" : found.answerSummary ? "summarized" : "id only").toBe(
+            !known.has(probe) ? "unknown" : kept.has(probe) ? "kept" : summarized.has(probe) ? "summarized" : "id only",
+          );
+        }
+      }
+    }
+  });
+
   test("answers acknowledged as they go keep no bytes, and the ids are still remembered", () => {
     const cache = new DedupeCache({ capacity: 1000, answerBudgetBytes: 10_000 });
     for (let i = 0; i < 100_000; i++) {
