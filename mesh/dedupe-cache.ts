@@ -176,7 +176,7 @@ export class DedupeCache implements DedupeStore {
 
   #remove(slot: number): void {
     if (slot === this.#slotOfKey) this.#slotKnown = false;
-    // Most receivers keep no answers (events) and see only ULIDs: three empty Maps not asked.
+    // Most receivers keep no answers (events) and see only ULIDs: nothing more to look at.
     if (this.#answerCount > 0) this.#dropAnswer(slot);
     if (this.#summaries.size > 0) this.#summaries.delete(slot);
     const name = this.#nameOf.size > 0 ? this.#nameOf.get(slot) : undefined;
@@ -432,8 +432,9 @@ class SeenSlots {
 /**
  * The slots whose answer bodies were kept, in the order they were kept, each with the number of
  * its keep. A body released or replaced leaves its place behind, stale (the slot holds another
- * keep, or none), skipped when it reaches the head; the queue is compacted when it fills and
- * stale places are at least half of it, so it stays within twice the bodies kept.
+ * keep, or none), skipped when it reaches the head. When the queue fills it is compacted, and
+ * doubled only if the bodies still kept fill more than half of it: it stays within about
+ * twice the bodies kept.
  */
 class KeptOrder {
   #slot = new Int32Array(256);
