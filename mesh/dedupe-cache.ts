@@ -69,7 +69,7 @@ export class DedupeCache implements DedupeStore {
   #answers: (Envelope | undefined)[] = new Array(INITIAL_SLOTS);
   #answerCount = 0;
   /** The order the bodies were kept in, oldest first, for the budget to give up the oldest. */
-  #keptOrder = new KeptOrder();
+  #keptOrder = new KeptOrder((slot, keep) => this.#answers[slot] !== undefined && this.#slots.answerKeep[slot] === keep);
   #keeps = 0;
   #summaries = new Map<number, AnswerSummary>();
   #answerBytesTotal = 0;
@@ -234,7 +234,7 @@ export class DedupeCache implements DedupeStore {
     this.#answerCount++;
     this.#slots.answerBytes[slot] = bytes;
     this.#slots.answerKeep[slot] = ++this.#keeps;
-    this.#keptOrder.push(slot, this.#keeps, this.#isKept);
+    this.#keptOrder.push(slot, this.#keeps);
     if (this.#summaries.size > 0) this.#summaries.delete(slot);
     this.#answerBytesTotal += bytes;
   }
@@ -242,15 +242,12 @@ export class DedupeCache implements DedupeStore {
   /** Gives up the oldest answer bodies, oldest first, until those kept total at most `bytes`. */
   #summarizeOldest(bytes: number): void {
     while (this.#answerBytesTotal > bytes) {
-      const slot = this.#keptOrder.shift(this.#isKept);
+      const slot = this.#keptOrder.shift();
       if (slot < 0) return;
       this.#summaries.set(slot, summaryOf(this.#answers[slot]!, this.#slots.answerBytes[slot]!));
       this.#dropAnswer(slot);
     }
   }
-
-  /** Whether the body kept at `slot` by keep number `keep` is still there (not released, replaced or evicted). */
-  #isKept = (slot: number, keep: number): boolean => this.#answers[slot] !== undefined && this.#slots.answerKeep[slot] === keep;
 
   #dropAnswer(slot: number): void {
     if (this.#answers[slot] === undefined) return;
@@ -437,22 +434,28 @@ class SeenSlots {
  * twice the bodies kept.
  */
 class KeptOrder {
+  /** Whether the body of keep number `keep` is still at `slot` (not released, replaced or evicted). */
+  readonly #isKept: (slot: number, keep: number) => boolean;
   #slot = new Int32Array(256);
   #keep = new Float64Array(256);
   #head = 0;
   #tail = 0;
 
-  push(slot: number, keep: number, isKept: (slot: number, keep: number) => boolean): void {
-    if (this.#tail === this.#slot.length) this.#makeRoom(isKept);
+  constructor(isKept: (slot: number, keep: number) => boolean) {
+    this.#isKept = isKept;
+  }
+
+  push(slot: number, keep: number): void {
+    if (this.#tail === this.#slot.length) this.#makeRoom();
     this.#slot[this.#tail] = slot;
     this.#keep[this.#tail++] = keep;
   }
 
   /** The slot of the oldest body still kept, taken off the queue; -1 when there is none. */
-  shift(isKept: (slot: number, keep: number) => boolean): number {
+  shift(): number {
     while (this.#head < this.#tail) {
       const slot = this.#slot[this.#head]!, keep = this.#keep[this.#head++]!;
-      if (slot >= 0 && isKept(slot, keep)) return slot;
+      if (slot >= 0 && this.#isKept(slot, keep)) return slot;
     }
     this.#head = this.#tail = 0;
     return -1;
@@ -463,11 +466,11 @@ class KeptOrder {
     for (let i = this.#head; i < this.#tail; i++) this.#slot[i] = moved[this.#slot[i]!]!;
   }
 
-  #makeRoom(isKept: (slot: number, keep: number) => boolean): void {
+  #makeRoom(): void {
     let live = 0;
     for (let i = this.#head; i < this.#tail; i++) {
       const slot = this.#slot[i]!, keep = this.#keep[i]!;
-      if (slot < 0 || !isKept(slot, keep)) continue;
+      if (slot < 0 || !this.#isKept(slot, keep)) continue;
       this.#slot[live] = slot;
       this.#keep[live++] = keep;
     }

@@ -110,6 +110,23 @@ export function rssKiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
 
+/**
+ * A deterministic xorshift generator of numbers in [0, 1), so a failing random test replays.
+ *
+ * @example
+ * const next = seededRandom(0x2545f491);
+ * const pick = pool[Math.floor(next() * pool.length)];
+ */
+export function seededRandom(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
 /** Simulated work inside a handler under test (not a wait for a condition: use waitFor for that). */
 export function simulateWork(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

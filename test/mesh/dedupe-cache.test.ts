@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { newMessageId } from "../../mesh/ids.ts";
+import { seededRandom } from "../helpers.ts";
 
 describe("DedupeCache eviction", () => {
   test("keeps the last `capacity` ids, evicting the oldest first", () => {
@@ -59,17 +60,6 @@ describe("DedupeCache eviction", () => {
 });
 
 describe("DedupeCache keeps ULIDs as numbers", () => {
-  /** A deterministic xorshift generator, so a failure can be replayed. */
-  function random(seed: number): () => number {
-    let x = seed;
-    return () => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return (x >>> 0) / 2 ** 32;
-    };
-  }
-
   test("an id is the exact string: the same ULID in lower case, and ids that are not ULIDs, are other ids", () => {
     const cache = new DedupeCache();
     const id = newMessageId();
@@ -101,7 +91,7 @@ describe("DedupeCache keeps ULIDs as numbers", () => {
   });
 
   test("random begins, completes, releases and forgets agree with a plain Map, through growth and compaction", () => {
-    const next = random(0x2545f491);
+    const next = seededRandom(0x2545f491);
     const capacity = 700;
     const maxAgeMs = 5_000;
     const cache = new DedupeCache({ capacity, maxAgeMs });

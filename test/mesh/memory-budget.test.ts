@@ -9,7 +9,7 @@ import { createPlainCodec, encodeFrame } from "../../mesh/frames.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
 import { newMessageId } from "../../mesh/ids.ts";
-import { rssKiB, waitFor } from "../helpers.ts";
+import { rssKiB, seededRandom, waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 import { HELLO, rawConnect, type RawClient } from "./raw-client.ts";
 
@@ -176,13 +176,7 @@ describe("DedupeCache answer budget", () => {
   });
 
   test("random keeps, releases, re-keeps and forgets give up bodies in the order they were kept, through growth and compaction", () => {
-    let x = 0x9e3779b9;
-    const next = (): number => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return (x >>> 0) / 2 ** 32;
-    };
+    const next = seededRandom(0x9e3779b9);
     const one = new DedupeCache();
     one.complete("probe", answer(100));
     const bytesOfOne = one.answerBytes;
