@@ -1,6 +1,5 @@
 import { join } from "node:path";
-import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { Hono } from "hono";
 import type { MeshNode } from "../../mesh/mesh-node.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import type { EventLog } from "../observability/event-log.ts";
@@ -12,7 +11,8 @@ import { A2A_PATH, mountA2A } from "./a2a-endpoint.ts";
 import { AccessPolicy } from "./access-policy.ts";
 import { dashboardPage } from "./dashboard-page.ts";
 import { HistorySampler } from "./history-sampler.ts";
-import { InvokeHandler, type InvokeResult } from "./invoke-handler.ts";
+import { InvokeHandler } from "./invoke-handler.ts";
+import { INVOKE_PATH, InvokeRoute, isInvokeRequest } from "./invoke-route.ts";
 import { MCP_PATH, mountMcp } from "./mcp-route.ts";
 import { RecentTraces } from "./recent-traces.ts";
 
@@ -62,7 +62,6 @@ export type GatewayApp = Hono<{ Bindings: GatewayBindings }> & { close(): Promis
 // request itself. Loaded by runtime: hono/bun reads Bun's globals as it loads, so Deno cannot import it.
 const { upgradeWebSocket } = (typeof Bun === "undefined" ? await import("hono/deno") : await import("hono/bun")) as typeof import("hono/bun");
 
-const ACCEPTED_TYPES = ["application/hermes+json", "application/json"];
 /** Trace lookups read at once; more wait their turn (inside their own deadline). */
 const TRACE_LOOKUPS_AT_ONCE = 2;
 /** The longest a trace lookup reads before it answers with what it found (`truncated: true`). */
@@ -105,10 +104,13 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const counts: Record<string, number> = {};
   const limit = deps.bodyLimit ?? 1024 * 1024;
 
+  const count = (route: string, status: number) => {
+    const key = `${route} ${status}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  };
   app.use("*", async (c, next) => {
     await next();
-    const key = `${c.req.routePath} ${c.res.status}`;
-    counts[key] = (counts[key] ?? 0) + 1;
+    count(c.req.routePath, c.res.status);
   });
 
   // Host and browser origin (DNS rebinding, cross-site requests and WebSockets), before anything else.
@@ -142,34 +144,6 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
     return next();
   });
-
-  const tooLarge = (c: Context) =>
-    c.json(new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `request body over ${limit} bytes`, { resource: "body_bytes", limit }).toPayload(), 413);
-  const limitStream = bodyLimit({ maxSize: limit, onError: tooLarge });
-  app.post(
-    "/hermes/v1/invoke",
-    // A body with a Content-Length is judged by it, as hono's bodyLimit does, but without touching
-    // the request's body stream first (Bun builds one per request for that); a chunked body is counted as it streams.
-    (c, next) => {
-      const headers = c.req.raw.headers;
-      const length = headers.get("content-length");
-      if (length !== null && !headers.has("transfer-encoding")) return parseInt(length, 10) > limit ? Promise.resolve(tooLarge(c)) : next();
-      return limitStream(c, next);
-    },
-    async (c) => {
-      const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-      if (!ACCEPTED_TYPES.includes(type)) {
-        return c.json(new HermesError(ErrorCode.INVALID_REQUEST, `unsupported content type '${type || "(none)"}'`, { reason: "content type", expected: ACCEPTED_TYPES }).toPayload(), 415);
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(await c.req.text());
-      } catch (error) {
-        return c.json(new HermesError(ErrorCode.INVALID_REQUEST, `the body is not JSON: ${(error as Error).message}`, { reason: "bad JSON", expected: "a JSON object" }).toPayload(), 400);
-      }
-      return reply(c, await invoke.handle(body, c.req.header("traceparent"), c.req.raw.signal));
-    },
-  );
 
   app.get(
     "/hermes/v1/stream",
@@ -256,8 +230,13 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // A2A (docs/interop.md): the agent card and JSON-RPC, each capability a skill, each task a request.
   const a2a = mountA2A(app, { node: deps.node, registry: deps.registry, meshName: deps.meshName, bodyLimit: limit, onFinished: (summary) => recent.add(summary), ...(deps.token && { token: deps.token }), ...(deps.dir && { dir: deps.dir }) });
 
-  app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: ["/hermes/v1/invoke", "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
+  app.notFound((c) => c.json(new HermesError(ErrorCode.UNROUTABLE, `no route ${c.req.method} ${c.req.path}`, { target: c.req.path, known: [INVOKE_PATH, "/hermes/v1/stream", "/health", "/actors", "/metrics", MCP_PATH, AGENT_CARD_PATH, A2A_PATH, "/"] }).toPayload(), 404));
   app.onError((error, c) => c.json(HermesError.from(error).toPayload(), 500));
+  // The invoke route is answered before hono sees it (invoke-route.ts); everything else is hono's.
+  const invokeRoute = new InvokeRoute({ access, invoke, bodyLimit: limit, count });
+  const honoFetch = app.fetch;
+  app.fetch = (request, env, executionCtx) =>
+    isInvokeRequest(request) ? invokeRoute.serve(request, (env as GatewayBindings | undefined)?.listener === "unix") : honoFetch(request, env, executionCtx);
   return Object.assign(app, { close: () => a2a.close() });
 }
 
@@ -293,8 +272,4 @@ class TurnTaking {
       else this.#running--;
     }
   }
-}
-
-function reply(c: Context, result: InvokeResult): Response {
-  return c.json(result.body, result.status as 200, result.headers);
 }

@@ -197,6 +197,33 @@ describe("gateway allow-lists from the mesh file, bound beyond loopback without 
     expect((await fetch(`${local}/actors`, { headers: { origin: "http://ops.example.com" } })).status).toBe(403); // the scheme is part of an origin
   });
 
+  // The invoke route is answered before hono (src/gateway/invoke-route.ts): the same policy and the same CORS answer as every other route.
+  test("an invoke from an allowed origin is answered with its CORS headers; from another origin, site or Host it is refused", async () => {
+    const invoke = (headers: Record<string, string>, path = "/hermes/v1/invoke") =>
+      fetch(`${local}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(SEED) });
+    const allowed = await invoke({ origin: "https://ops.example.com", "sec-fetch-site": "cross-site" });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get("access-control-allow-origin")).toBe("https://ops.example.com");
+    expect(allowed.headers.get("vary")).toBe("Origin");
+    expect((await body(allowed)).payload.result).toBe(4);
+    const own = await invoke({ origin: local });
+    expect(own.status).toBe(200);
+    expect(own.headers.get("access-control-allow-origin")).toBeNull();
+    expect((await body(await invoke({ host: "gw.example.com" }))).payload.result).toBe(4);
+    expect((await body(await invoke({}, "/hermes/v1/invoke?trace=1"))).payload.result).toBe(4);
+    for (const headers of [{ origin: "https://ops.example.com.evil.example" }, { "sec-fetch-site": "cross-site" }, { host: "rebind.evil.example" }] as Record<string, string>[]) {
+      const refused = await invoke(headers);
+      expect({ headers, status: refused.status }).toEqual({ headers, status: 403 });
+      expect(await body(refused)).toMatchObject({ error_code: 5 });
+      expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+    }
+    // Only the exact path and POST: anything else is hono's 404, code 8.
+    const slash = await invoke({}, "/hermes/v1/invoke/");
+    expect(slash.status).toBe(404);
+    expect(await body(slash)).toMatchObject({ error_code: 8 });
+    expect((await fetch(`${local}/hermes/v1/invoke`)).status).toBe(404);
+  });
+
   test("the mesh file refuses allow-list entries that are not hosts or origins, with their location", () => {
     const bad = `${MESH}gateway:\n  allowed_origins: ["https://ops.example.com/dashboard"]\n  allowed_hosts: ["gw.example.com:8000"]\n`;
     expect(() => parseMeshFile(bad.replaceAll("{ACTORS}", "/nonexistent"), "/srv/mesh.yaml")).toThrow(/gateway\.allowed_origins\[0\]: expected an origin[\s\S]*gateway\.allowed_hosts\[0\]: expected a host name/);
@@ -242,6 +269,22 @@ describe("gateway with a bearer token", () => {
     expect((await upgrade(port, "/hermes/v1/stream?token=wrong", [])).status).toBe(401);
     const answer = await askOverWebSocket(`ws://127.0.0.1:${port}/hermes/v1/stream?token=${TOKEN}`, {});
     expect(answer.payload.result).toBe(4);
+  });
+
+  test("every invoke is counted on /metrics: refusals under the access check, answers under the route", async () => {
+    const counted = async (route: string, status: number) => {
+      const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+      return Number(new RegExp(`hermes_gateway_requests_total\\{route="${route.replace(/[*]/g, "\\*")}",status="${status}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const before = { refused: await counted("/*", 401), answered: await counted("/hermes/v1/invoke", 200), unsupported: await counted("/hermes/v1/invoke", 415) };
+    const post = (headers: Record<string, string>) => fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(SEED) });
+    for (let i = 0; i < 3; i++) expect((await post({})).status).toBe(401);
+    expect((await post({ authorization: "Bearer wrong" })).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await post({ authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect((await post({ authorization: `Bearer ${TOKEN}`, "content-type": "text/plain" })).status).toBe(415);
+    expect(await counted("/*", 401)).toBe(before.refused + 4);
+    expect(await counted("/hermes/v1/invoke", 200)).toBe(before.answered + 2);
+    expect(await counted("/hermes/v1/invoke", 415)).toBe(before.unsupported + 1);
   });
 
   test("actors do not inherit the gateway's token; only the gateway has it", () => {
