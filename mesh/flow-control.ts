@@ -52,7 +52,7 @@ export interface WritableSocket {
 
 const INITIAL_BYTES = 64 * 1024;
 /**
- * Past this many queued bytes a flush happens at once instead of at the end of the tick. Small
+ * Past this many queued bytes a flush happens at once instead of at the end of the turn. Small
  * enough that a receiver answering a big batch of pipelined requests sends the first answers
  * while it handles the rest, so both ends work at once: 256 KiB kept the requester idle until
  * the whole batch was answered (1,000 pipelined requests across cores: 30 to 32 k/s at 256 KiB,
@@ -61,18 +61,16 @@ const INITIAL_BYTES = 64 * 1024;
 const HIGH_WATER_BYTES = 32 * 1024;
 
 /**
- * Microtask turns a due flush waits while frames keep coming: a producer awaiting each send
- * (`for (...) await send(...)`) adds one frame every turn or two, and without the wait each
- * frame would be a write of its own. A flush goes once no frame came for IDLE turns (well
- * under a microsecond for a lone request) or after MOST turns.
- */
-const FLUSH_IDLE_TURNS = 3;
-const FLUSH_MOST_TURNS = 64;
-
-/**
- * Frames written in one tick are coalesced into one buffer and flushed with one write at the
- * end of the tick (or at once past a high-water mark). Whatever the kernel does not take is
- * kept and resumed on `drain`, since Bun's socket.write buffers nothing.
+ * Frames written in one event-loop turn are coalesced into one buffer and flushed with one write
+ * at the end of the turn, in a setImmediate (or at once past a high-water mark). Whatever the
+ * kernel does not take is kept and resumed on `drain`, since Bun's socket.write buffers nothing.
+ * Why the end of the turn and not of the microtask queue: a runtime drains microtasks after every
+ * callback it makes, so a flush there wrote once per callback. The gateway's Bun.serve calls its
+ * handler once per HTTP request, and the requests that arrived together went to the actor one
+ * write each, waking it as often; a producer awaiting each send got a write per frame. At the end
+ * of the turn they share one write (bench/gateway-load.ts: the gateway's CPU per request 68 to
+ * 52 us, the calculator's 33 to 22 us), and a lone request waits one poll of the loop longer,
+ * which bench/steady.ts request does not show (50 to 52 us each either way).
  */
 export class WriteQueue {
   #socket: WritableSocket;
@@ -81,24 +79,10 @@ export class WriteQueue {
   #end = 0;
   #scheduled = false;
   #blocked = false;
-  #wrote = false; // a frame of this tick went out at once (past the high-water mark)
+  #wrote = false; // a frame of this turn went out at once (past the high-water mark)
   #idle: Array<() => void> = [];
   #beforeFlush: ((carriesData: boolean) => void) | undefined;
-  /** Frames pushed so far, and at the flush task's last turn; turns waited, and idle ones. */
-  #pushed = 0;
-  #pushedAtTurn = 0;
-  #turns = 0;
-  #idleTurns = 0;
   #flushTask = () => {
-    if (this.#pushed !== this.#pushedAtTurn) {
-      this.#pushedAtTurn = this.#pushed;
-      this.#idleTurns = 0;
-    } else this.#idleTurns++;
-    if (++this.#turns < FLUSH_MOST_TURNS && this.#idleTurns < FLUSH_IDLE_TURNS && !this.#blocked) {
-      queueMicrotask(this.#flushTask);
-      return;
-    }
-    this.#turns = this.#idleTurns = 0;
     try {
       // Still marked scheduled while the hook adds its frame, so that frame schedules nothing more.
       this.#beforeFlush?.(this.#end > this.#start || this.#wrote);
@@ -110,7 +94,7 @@ export class WriteQueue {
   };
 
   /**
-   * `beforeFlush` runs at the end of the tick just before the coalesced write, so an owner can
+   * `beforeFlush` runs at the end of the turn just before the coalesced write, so an owner can
    * add a frame it deferred (the connection's cumulative ack rides along with the answers);
    * `carriesData` says whether anything else is queued for that write.
    */
@@ -119,14 +103,14 @@ export class WriteQueue {
     this.#beforeFlush = beforeFlush;
   }
 
-  /** True when a flush is already due at the end of this tick. */
+  /** True when a flush is already due at the end of this turn. */
   get scheduled(): boolean { return this.#scheduled; }
 
-  /** Makes sure a flush (and the beforeFlush hook) runs at the end of this tick. */
+  /** Makes sure a flush (and the beforeFlush hook) runs at the end of this event-loop turn. */
   schedule(): void {
     if (!this.#scheduled) {
       this.#scheduled = true;
-      queueMicrotask(this.#flushTask);
+      setImmediate(this.#flushTask);
     }
   }
 
@@ -138,7 +122,6 @@ export class WriteQueue {
 
   /** Queues one frame: u32be length, then the body. */
   pushFrame(body: Uint8Array): void {
-    this.#pushed++;
     const length = body.length;
     this.#reserve(length + 4);
     const buf = this.#buf;
@@ -151,7 +134,7 @@ export class WriteQueue {
     this.#end = at + 4 + length;
     if (this.#end - this.#start >= HIGH_WATER_BYTES) {
       this.flush();
-      this.#wrote = true; // the end of the tick's hook still hears that data went out
+      this.#wrote = true; // the end of the turn's hook still hears that data went out
     }
     this.schedule();
   }
