@@ -196,13 +196,11 @@ export class WriteQueue {
 }
 
 /**
- * When a connection's cumulative ack goes out: on the next data write of this event-loop turn
- * (an answer, the caller's next request), riding on it through the write queue's beforeFlush
- * hook; when that flush would carry nothing else, alone on the next turn, so that the acks of
- * everything handled in one turn go as one frame. One write per turn either way, and well
- * inside the 5 ms docs/protocol.md §4 allows. A settle asks for the queue's flush rather than
- * for the next turn at once: a caller that sends again within the tick (ping-pong) then costs
- * no setImmediate per answer. A peer whose hello offers a longer `ack_delay_ms` (the mesh's
+ * When a connection's cumulative ack goes out: in the write queue's flush at the end of the
+ * event-loop turn in which envelopes were handled, through its beforeFlush hook, riding on
+ * whatever else that write carries (answers, the caller's next request) or alone. So the acks of
+ * everything handled in one turn are one frame, in one write per turn, well inside the 5 ms
+ * docs/protocol.md §4 allows. A peer whose hello offers a longer `ack_delay_ms` (the mesh's
  * control connections) gets a lone ack that late at most (`holdFor`): it rides on whatever this
  * side sends next (a heartbeat, a pong), and waits no longer once a quarter of `window` is owed.
  */
@@ -213,10 +211,8 @@ export class AckEmitter {
   #promptAfter = 1;
   #writer!: WriteQueue;
   #writeAck: (seq: number) => void;
-  #alonePending = false;
   #held: ReturnType<typeof setTimeout> | undefined;
-  #alone = () => {
-    this.#alonePending = false;
+  #releaseHeld = () => {
     this.#held = undefined;
     this.flush();
     this.#writer.flush();
@@ -236,40 +232,41 @@ export class AckEmitter {
   /** Marks a received seq handled and makes sure an ack follows. */
   settle(seq: number): void {
     if (!this.tracker.settle(seq)) return;
-    if (!this.#alonePending) this.#writer.schedule();
-    else if (this.#held !== undefined && this.tracker.owed >= this.#promptAfter) this.#release(true);
+    if (this.#held === undefined) this.#writer.schedule();
+    else if (this.tracker.owed >= this.#promptAfter) {
+      // Held long enough by count: it goes with this turn's flush.
+      clearTimeout(this.#held);
+      this.#held = undefined;
+      this.#writer.schedule();
+    }
   }
 
   /**
-   * Queues the ack frame now if the ackable point moved (the write queue's beforeFlush hook);
-   * when the write would carry nothing else, the ack waits for the next turn (or as `holdFor` lets it) instead.
+   * Queues the ack frame if the ackable point moved (the write queue's beforeFlush hook, at the
+   * end of the turn). A lone ack to a peer that lets acks wait (`holdFor`) is held instead.
    */
   flush = (carriesData = true): void => {
-    if (!carriesData) {
-      if (!this.#alonePending && this.tracker.ackDue) {
-        this.#alonePending = true;
-        if (this.#holdMs > 0 && this.tracker.owed < this.#promptAfter) {
-          this.#held = setTimeout(this.#alone, this.#holdMs);
-          this.#held.unref?.();
-        } else setImmediate(this.#alone);
+    if (!carriesData && this.#holdMs > 0 && this.tracker.owed < this.#promptAfter) {
+      if (this.#held === undefined && this.tracker.ackDue) {
+        this.#held = setTimeout(this.#releaseHeld, this.#holdMs);
+        this.#held.unref?.();
       }
       return;
     }
     const seq = this.tracker.takeAck();
     if (seq > 0) this.#writeAck(seq);
-    if (this.#held !== undefined) this.#release(false);
+    if (this.#held !== undefined) {
+      // It rode on this write.
+      clearTimeout(this.#held);
+      this.#held = undefined;
+    }
   };
 
-  /** Ends a hold: the ack goes on the next turn (`now`), or it has just ridden on a frame. */
-  #release(now: boolean): void {
+  /** The connection is done: no held ack fires after it. */
+  stop(): void {
     clearTimeout(this.#held);
     this.#held = undefined;
-    if (now) setImmediate(this.#alone);
-    else this.#alonePending = false;
   }
-
-  /** The connection is done: no held ack fires after it. */
-  stop(): void { if (this.#held !== undefined) this.#release(false); }
 }
 
 /** Default byte budget of a connection's unacknowledged frames, and again of what waits for credit. */

@@ -91,7 +91,7 @@ const ACK_FRAME = new Uint8Array(1);
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("AckEmitter", () => {
-  test("envelopes handled one per microtask within a turn are acknowledged by one frame, on the next turn", async () => {
+  test("envelopes handled one per microtask within a turn are acknowledged by one frame, at the end of that turn", async () => {
     const { writes, acks, emitter } = ackedQueue();
     for (let seq = 1; seq <= 1000; seq++) {
       emitter.settle(seq);
@@ -99,7 +99,6 @@ describe("AckEmitter", () => {
       await Promise.resolve();
     }
     expect(acks).toEqual([]);
-    await nextTurn();
     await nextTurn();
     // Before this was kept, an ack went every few microtask turns: a write per message or two.
     expect(acks).toEqual([1000]);
@@ -112,8 +111,8 @@ describe("AckEmitter", () => {
     await Promise.resolve();
     queue.pushFrame(FRAME); // the caller's next request, sent from its await continuation
     await nextTurn();
-    await nextTurn();
     expect(acks).toEqual([1]);
+    await nextTurn();
     expect(writes).toEqual([20 + 5]);
   });
 
@@ -126,8 +125,27 @@ describe("AckEmitter", () => {
     expect(acks).toEqual([]);
     emitter.settle(1);
     await nextTurn();
-    await nextTurn();
     expect(acks).toEqual([3]);
+  });
+
+  test("a peer that lets acks wait gets a lone ack after the hold, or at once when a quarter of the window is owed", async () => {
+    const { writes, acks, queue, emitter } = ackedQueue();
+    emitter.holdFor(60_000, 8); // prompt after 2 owed
+    emitter.settle(1);
+    await nextTurn();
+    await nextTurn();
+    expect(acks).toEqual([]);
+    queue.pushFrame(FRAME); // a heartbeat: the held ack rides on it
+    await nextTurn();
+    expect(acks).toEqual([1]);
+    expect(writes).toEqual([20 + 5]);
+    emitter.settle(2);
+    await nextTurn();
+    expect(acks).toEqual([1]);
+    emitter.settle(3); // 2 owed
+    await nextTurn();
+    expect(acks).toEqual([1, 3]);
+    expect(writes).toEqual([25, 5]);
   });
 });
 
