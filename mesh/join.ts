@@ -19,7 +19,7 @@ import type { MeshTransport } from "./transport.ts";
 export type HeartbeatLoad = Parameters<ControlClient["heartbeat"]>[0];
 
 /** What every member sets, actor or client. */
-export interface JoinBase extends Pick<MeshNodeOptions, "onRequest" | "onEvent" | "onSent" | "onDelivered" | "dedupe" | "window" | "maxAttempts"> {
+export interface JoinBase extends Pick<MeshNodeOptions, "onRequest" | "onEvent" | "onSent" | "onDelivered" | "dedupe" | "window" | "maxAttempts" | "deadLetters"> {
   /** The mesh's socket directory (where `supervisor.sock` is). */
   dir: string;
   /**
@@ -186,6 +186,7 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       dedupe: options.dedupe,
       window: options.window,
       maxAttempts: options.maxAttempts,
+      deadLetters: options.deadLetters,
       ...(transport && { transport }),
     });
     if (options.kind === "actor") {
@@ -281,7 +282,7 @@ function follow(node: MeshNode, update: RegistryUpdate): void {
 }
 
 /** How a program joins a mesh over NATS JetStream with no supervisor of its own (docs/nats.md). */
-export interface NatsJoinOptions extends Pick<JoinBase, "onEvent" | "scheduler" | "log"> {
+export interface NatsJoinOptions extends Pick<JoinBase, "onEvent" | "scheduler" | "log" | "deadLetters"> {
   /** The mesh's servers and name (as its mesh file's `mesh.nats` says), and how to log in. */
   nats: Omit<MeshNatsSettings, "host" | "replicas"> & { replicas?: number };
   /** This client's address. */
@@ -334,6 +335,7 @@ export async function joinOverNats(options: NatsJoinOptions): Promise<NatsMember
       pick: schedulerPicker(scheduler, (to) => node?.inFlightTo(to) ?? 0),
       onOutcome: (to, ok, latencyMs) => scheduler.record(to, { ok, latencyMs }),
       onEvent: options.onEvent,
+      deadLetters: options.deadLetters,
     });
     const started = node;
     const unfollow = registry.onUpdate((update) => follow(started, update));

@@ -3,11 +3,11 @@ import type { LinkListener, LinkSettings, MeshLink, MeshTransport } from "./tran
 import { socketTransport } from "./socket-transport.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { DedupeCache, type AnswerSummary, type DedupeStore } from "./dedupe-cache.ts";
-import { DeadLetters, type DeadLetter, PeerLink, ReplyPaths } from "./peer-link.ts";
+import { DeadLetters, type DeadLetter, type DeadLetterLimits, PeerLink, ReplyPaths } from "./peer-link.ts";
 import { newRequest, PendingRequests, ServingRequests, type RequestOptions, type ServedRequest } from "./requests.ts";
 import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
-export type { DeadLetter } from "./peer-link.ts";
+export type { DeadLetter, DeadLetterLimits } from "./peer-link.ts";
 
 
 /** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
@@ -40,6 +40,8 @@ export interface MeshNodeOptions {
   window?: number;
   /** Deliveries before dead-lettering. Default 10. */
   maxAttempts?: number;
+  /** How much of what it gave up on the node keeps: 1,000 letters and 64 MiB of payloads by default. */
+  deadLetters?: DeadLetterLimits;
   /** The dedupe memory (durable mode passes one backed by its store). */
   dedupe?: DedupeStore;
   /**
@@ -93,7 +95,7 @@ export class MeshNode {
     if (link?.connection) link.connection.send(reply);
     else if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
   });
-  #deadLetters = new DeadLetters();
+  #deadLetters: DeadLetters;
   #closed = false;
 
   private constructor(options: MeshNodeOptions) {
@@ -102,6 +104,7 @@ export class MeshNode {
     this.#transport = options.transport ?? socketTransport;
     this.#router = new Router(options.routes, options.pick);
     this.#dedupe = options.dedupe ?? new DedupeCache();
+    this.#deadLetters = new DeadLetters(options.deadLetters);
     this.#serving = new ServingRequests(options.address);
     const onOutcome = options.onOutcome;
     this.#pending = new PendingRequests<PeerLink>(
@@ -128,15 +131,15 @@ export class MeshNode {
     return this.#listener?.endpoint;
   }
 
-  /** Requests waiting for an answer, envelopes queued for destinations, handlers running. */
-  get stats(): { pending: number; queued: number; inFlight: number; serving: number; deadLetters: number } {
+  /** Requests waiting for an answer, envelopes queued for destinations, handlers running; dead letters kept now and ever. */
+  get stats(): { pending: number; queued: number; inFlight: number; serving: number; deadLetters: number; deadLettersTotal: number } {
     let queued = 0;
     let inFlight = 0;
     for (const link of this.#links.values()) {
       queued += link.queued;
       inFlight += link.inFlight;
     }
-    return { pending: this.#pending.size, queued, inFlight, serving: this.#serving.size, deadLetters: this.#deadLetters.size };
+    return { pending: this.#pending.size, queued, inFlight, serving: this.#serving.size, deadLetters: this.#deadLetters.size, deadLettersTotal: this.#deadLetters.total };
   }
 
   /** Envelopes given up on (attempts exhausted), newest last. */

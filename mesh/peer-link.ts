@@ -1,5 +1,6 @@
 import { remainingTtl, takeWaitOff, type Envelope } from "./envelope.ts";
 import { HermesError, ErrorCode } from "./errors.ts";
+import { approximateBytes } from "./frames.ts";
 import type { LinkEnvelopeHandler, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 
 /** An envelope that could not be delivered, kept for inspection. */
@@ -8,30 +9,115 @@ export interface DeadLetter {
   destination: string;
   error: ReturnType<HermesError["toPayload"]>;
   at: number;
+  /**
+   * Set when the payload was let go to keep the list within its byte budget: about how many bytes
+   * it was. The envelope is kept without it (`payload: {}`): its id, route, trace and error stay.
+   */
+  payloadDroppedBytes?: number;
 }
 
-/** The envelopes a node gave up on (docs/protocol.md §4), the newest `capacity` kept. */
+/** How much a node's dead-letter list keeps. */
+export interface DeadLetterLimits {
+  /** Letters kept, newest; the oldest go first. Default 1,000. */
+  max?: number;
+  /** Bytes of payloads kept (approximate sizes); past it the oldest letters keep no payload. Default 64 MiB. */
+  maxBytes?: number;
+}
+
+export const DEFAULT_DEAD_LETTERS = 1000;
+export const DEFAULT_DEAD_LETTER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The envelopes a node gave up on (docs/protocol.md §4): the newest `max` letters, and of their
+ * payloads no more than `maxBytes`, so a poison message of many megabytes given up on again and
+ * again cannot grow the sender without bound. `total` counts every letter ever added (the
+ * heartbeat's `dead_letters` counter), also those no longer kept.
+ *
+ * @example
+ * const letters = new DeadLetters({ max: 100, maxBytes: 1 << 20 });
+ * letters.add(envelope, "echo", new HermesError(ErrorCode.UNAVAILABLE, "gave up after 10 delivery attempts"));
+ * letters.list()[0]!.payloadDroppedBytes; // undefined while the payloads fit in 1 MiB
+ */
 export class DeadLetters {
   readonly capacity: number;
+  readonly maxBytes: number;
   #items: DeadLetter[] = [];
+  /** The approximate payload size of each letter in #items, 0 once its payload is let go. */
+  #sizes: number[] = [];
+  #bytes = 0;
+  /** Letters before this index have no payload left. */
+  #bodiesFrom = 0;
+  #total = 0;
 
-  constructor(capacity = 1000) {
-    this.capacity = capacity;
+  constructor(limits: DeadLetterLimits = {}) {
+    ({ max: this.capacity, maxBytes: this.maxBytes } = resolveDeadLetterLimits(limits));
   }
 
+  /** Letters kept now. */
   get size(): number {
     return this.#items.length;
   }
 
+  /** Letters added since the node started, kept or not. */
+  get total(): number {
+    return this.#total;
+  }
+
+  /** Payload bytes kept now (approximate). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   add(envelope: Envelope, destination: string, error: HermesError): void {
+    this.#total++;
     this.#items.push({ envelope, destination, error: error.toPayload(), at: Date.now() });
-    if (this.#items.length > this.capacity) this.#items.shift();
+    const size = approximateBytes(envelope.payload);
+    this.#sizes.push(size);
+    this.#bytes += size;
+    if (this.#items.length > this.capacity) {
+      this.#items.shift();
+      this.#bytes -= this.#sizes.shift()!;
+      if (this.#bodiesFrom > 0) this.#bodiesFrom--;
+    }
+    // A payload alone over the budget goes at once, and takes no older one with it; else the oldest go first.
+    if (size > this.maxBytes) this.#dropPayload(this.#items.length - 1);
+    while (this.#bytes > this.maxBytes && this.#bodiesFrom < this.#items.length) this.#dropPayload(this.#bodiesFrom++);
   }
 
   /** Oldest first. */
   list(): readonly DeadLetter[] {
     return this.#items;
   }
+
+  #dropPayload(index: number): void {
+    const size = this.#sizes[index]!;
+    if (size === 0) return;
+    const letter = this.#items[index]!;
+    // The same letter object: whoever already holds it (the dashboard's sampler) sees the change.
+    letter.envelope = { ...letter.envelope, payload: {} };
+    letter.payloadDroppedBytes = size;
+    this.#sizes[index] = 0;
+    this.#bytes -= size;
+  }
+}
+
+/**
+ * The limits with their defaults; code 2 naming the field when one is not a whole number in range
+ * (max at least 1, maxBytes at least 0), so a client can refuse them before it joins.
+ *
+ * @example
+ * resolveDeadLetterLimits({ max: 10 }); // { max: 10, maxBytes: 67108864 }
+ */
+export function resolveDeadLetterLimits(limits: DeadLetterLimits = {}): Required<DeadLetterLimits> {
+  return { max: positiveLimit(limits.max, DEFAULT_DEAD_LETTERS, "max"), maxBytes: positiveLimit(limits.maxBytes, DEFAULT_DEAD_LETTER_BYTES, "maxBytes", true) };
+}
+
+function positiveLimit(value: number | undefined, fallback: number, name: string, zeroAllowed = false): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < (zeroAllowed ? 0 : 1)) {
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `deadLetters.${name} must be a whole number ${zeroAllowed ? "of 0 or more" : "of 1 or more"}, not ${String(value)}`, { reason: `deadLetters.${name}`, expected: zeroAllowed ? "an integer >= 0" : "an integer >= 1" });
+  }
+  return value;
 }
 
 /** Envelopes a link holds for a destination being dialled before producers are asked to wait. */

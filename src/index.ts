@@ -20,6 +20,7 @@ export { createLogger, type Logger } from "../mesh/logger.ts";
 
 // A program talking to a running mesh, and members joining over any transport.
 export { connectMesh, type MeshClient, type ConnectMeshOptions } from "./actor/connect-mesh.ts";
+export type { DeadLetter, DeadLetterLimits } from "../mesh/peer-link.ts";
 export type { MeshTransport, MeshLink } from "../mesh/transport.ts";
 export { socketTransport } from "../mesh/socket-transport.ts";
 

@@ -122,7 +122,8 @@ export async function runActorHost(options: ActorHostOptions): Promise<void> {
           queue_depth: load.queueDepth,
           in_flight: load.inFlight,
           handled: load.handled,
-          dead_letters: runtime.node.deadLetters().length,
+          // Every letter given up on, also those the node no longer keeps: the counter of /metrics.
+          dead_letters: runtime.node.stats.deadLettersTotal,
           stats: { ...runtime.metrics.snapshot() },
         };
       },

@@ -1,5 +1,6 @@
 import { joinMesh, joinOverNats, type NatsJoinOptions } from "../../mesh/join.ts";
-import type { DeadLetter } from "../../mesh/mesh-node.ts";
+import type { DeadLetter, DeadLetterLimits } from "../../mesh/mesh-node.ts";
+import { resolveDeadLetterLimits } from "../../mesh/peer-link.ts";
 import type { RequestOptions } from "../../mesh/requests.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { topicMatches } from "../../mesh/topics.ts";
@@ -58,6 +59,12 @@ export interface ConnectMeshOptions {
   token?: string;
   /** Address prefix of this client. Default "client". */
   name?: string;
+  /**
+   * How much of what this client gave up on it keeps for `deadLetters()`: 1,000 letters and
+   * 64 MiB of their payloads by default; past the bytes the oldest letters keep no payload
+   * (`payloadDroppedBytes` says how big it was). A long-running producer of big payloads sets less.
+   */
+  deadLetters?: DeadLetterLimits;
 }
 
 /**
@@ -72,6 +79,8 @@ export interface ConnectMeshOptions {
  * await mesh.close();
  */
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
+  // Bad limits are refused before anything opens.
+  if (options.deadLetters) resolveDeadLetterLimits(options.deadLetters);
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
   const onEvent: NatsJoinOptions["onEvent"] = ({ envelope, done }) => {
@@ -89,14 +98,14 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClie
   let setSubscriptions: (patterns: string[]) => Promise<void>;
   let close: () => Promise<void>;
   if (options.nats) {
-    const member = await joinOverNats({ address, nats: options.nats, onEvent });
+    const member = await joinOverNats({ address, nats: options.nats, onEvent, ...(options.deadLetters && { deadLetters: options.deadLetters }) });
     ({ node, registry } = member);
     setSubscriptions = async (list) => member.subscribe(list);
     close = () => member.close();
   } else {
     if (!options.dir) throw new HermesError(ErrorCode.INVALID_REQUEST, "connectMesh needs the mesh's `dir` (or `nats` for a mesh over NATS)", { reason: "no dir", expected: "{ dir } or { nats: { servers, mesh } }" });
     // It listens: events on its subscriptions are delivered to it.
-    const member = await joinMesh({ dir: options.dir, address, listen: true, ...(options.token !== undefined && { token: options.token }), onEvent });
+    const member = await joinMesh({ dir: options.dir, address, listen: true, ...(options.token !== undefined && { token: options.token }), ...(options.deadLetters && { deadLetters: options.deadLetters }), onEvent });
     ({ node, registry } = member);
     setSubscriptions = (list) => member.control.subscribe(list);
     close = () => member.close();

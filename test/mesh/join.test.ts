@@ -310,6 +310,18 @@ describe("joinMesh", () => {
     expect(clientSockets(plane.dir)).toEqual([]);
   });
 
+  test("a client given dead-letter limits out of range is refused with code 2 before anything opens", async () => {
+    const plane = await controlPlane();
+    for (const deadLetters of [{ max: 0 }, { maxBytes: -5 }, { max: 2.5 }]) {
+      const refused = await connectMesh({ dir: plane.dir, name: "limits", deadLetters }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: ErrorCode.INVALID_REQUEST, fields: { reason: expect.stringContaining("deadLetters.") } });
+    }
+    expect(clientSockets(plane.dir)).toEqual([]);
+    expect(plane.registry.snapshot()).toEqual([]);
+    const client = await connectMesh({ dir: plane.dir, name: "limits", deadLetters: { max: 5, maxBytes: 0 } });
+    await client.close();
+  });
+
   test("a client that subscribes without listening is refused before anything opens", async () => {
     const plane = await controlPlane();
     const refused = await joinMesh({ dir: plane.dir, address: "deaf", subscriptions: ["news.#"] }).catch((e: unknown) => e);
