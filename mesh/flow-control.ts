@@ -212,6 +212,8 @@ export class AckEmitter {
   #writer!: WriteQueue;
   #writeAck: (seq: number) => void;
   #held: ReturnType<typeof setTimeout> | undefined;
+  /** The connection is done: nothing more is held (a flush due this turn may still find it). */
+  #stopped = false;
   #releaseHeld = () => {
     this.#held = undefined;
     this.flush();
@@ -231,7 +233,7 @@ export class AckEmitter {
 
   /** Marks a received seq handled and makes sure an ack follows. */
   settle(seq: number): void {
-    if (!this.tracker.settle(seq)) return;
+    if (!this.tracker.settle(seq) || this.#stopped) return;
     if (this.#held === undefined) this.#writer.schedule();
     else if (this.tracker.owed >= this.#promptAfter) {
       // Held long enough by count: it goes with this turn's flush.
@@ -247,7 +249,7 @@ export class AckEmitter {
    */
   flush = (carriesData = true): void => {
     if (!carriesData && this.#holdMs > 0 && this.tracker.owed < this.#promptAfter) {
-      if (this.#held === undefined && this.tracker.ackDue) {
+      if (this.#held === undefined && this.tracker.ackDue && !this.#stopped) {
         this.#held = setTimeout(this.#releaseHeld, this.#holdMs);
         this.#held.unref?.();
       }
@@ -264,6 +266,7 @@ export class AckEmitter {
 
   /** The connection is done: no held ack fires after it. */
   stop(): void {
+    this.#stopped = true;
     clearTimeout(this.#held);
     this.#held = undefined;
   }

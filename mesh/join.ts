@@ -11,6 +11,7 @@ import { clientSocketPath, meshInfoPath, type MeshInfo, type MeshNatsSettings } 
 import { ErrorCode, HermesError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
+import { resolveDeadLetterLimits } from "./peer-link.ts";
 import { Registry, type CapabilityInfo, type RegistryUpdate } from "./registry.ts";
 import { schedulerPicker, schedulerFromEnv, type Scheduler } from "./routing.ts";
 import type { MeshTransport } from "./transport.ts";
@@ -123,6 +124,8 @@ export interface MeshMember extends AsyncDisposable {
  */
 export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
   const { dir, address } = options;
+  // Bad limits are refused before anything opens.
+  if (options.deadLetters) resolveDeadLetterLimits(options.deadLetters);
   if (options.kind !== "actor" && !options.listen && (options.subscriptions?.length ?? 0) > 0) {
     throw new HermesError(ErrorCode.INVALID_REQUEST, `client ${address} subscribes but does not listen: nothing could deliver its events`, {
       reason: "subscriptions without a socket",
@@ -310,6 +313,7 @@ export interface NatsMember {
  */
 export async function joinOverNats(options: NatsJoinOptions): Promise<NatsMember> {
   const { address } = options;
+  if (options.deadLetters) resolveDeadLetterLimits(options.deadLetters);
   const settings: MeshNatsSettings = { replicas: 1, ...options.nats, host: address };
   const log = options.log ?? createLogger({ client: address });
   const [{ natsTransportFor, connectNats }, { startNatsRegistry }] = await Promise.all([import("./nats-transport.ts"), import("./nats-registry.ts")]);

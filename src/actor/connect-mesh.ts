@@ -1,6 +1,5 @@
 import { joinMesh, joinOverNats, type NatsJoinOptions } from "../../mesh/join.ts";
 import type { DeadLetter, DeadLetterLimits } from "../../mesh/mesh-node.ts";
-import { resolveDeadLetterLimits } from "../../mesh/peer-link.ts";
 import type { RequestOptions } from "../../mesh/requests.ts";
 import type { Registry } from "../../mesh/registry.ts";
 import { topicMatches } from "../../mesh/topics.ts";
@@ -79,8 +78,6 @@ export interface ConnectMeshOptions {
  * await mesh.close();
  */
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
-  // Bad limits are refused before anything opens.
-  if (options.deadLetters) resolveDeadLetterLimits(options.deadLetters);
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
   const onEvent: NatsJoinOptions["onEvent"] = ({ envelope, done }) => {

@@ -27,14 +27,26 @@ export interface InvokeRouteDeps {
  * @example
  * isInvokeRequest(new Request("http://127.0.0.1:8000/hermes/v1/invoke", { method: "POST" })); // true
  * isInvokeRequest(new Request("http://127.0.0.1:8000/hermes/v1/invoke/", { method: "POST" })); // false: hono answers 404
+ * isInvokeRequest(new Request("http://127.0.0.1:8000/hermes/v1/%69nvoke", { method: "POST" })); // true
  */
 export function isInvokeRequest(request: Request): boolean {
   if (request.method !== "POST") return false;
   const url = request.url;
   const start = url.indexOf("/", url.indexOf(":") + 4);
-  if (start === -1 || !url.startsWith(INVOKE_PATH, start)) return false;
-  const end = start + INVOKE_PATH.length;
-  return end === url.length || url.charCodeAt(end) === 63; // "?"
+  if (start === -1) return false;
+  if (url.startsWith(INVOKE_PATH, start)) {
+    const end = start + INVOKE_PATH.length;
+    if (end === url.length || url.charCodeAt(end) === 63) return true; // "?"
+  }
+  // A percent-encoded spelling of the path (`/hermes/v1/%69nvoke`) is the route too, as hono decodes paths.
+  const query = url.indexOf("?", start);
+  const path = url.slice(start, query === -1 ? undefined : query);
+  if (!path.includes("%")) return false;
+  try {
+    return decodeURI(path) === INVOKE_PATH;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -66,16 +78,22 @@ export class InvokeRoute {
       fetchSite: headers.get("sec-fetch-site") ?? undefined, fetchMode: headers.get("sec-fetch-mode") ?? undefined, unix,
     });
     if (verdict.type === "refused") return this.#counted(REFUSED_ROUTE, refusal(verdict));
+    // Every answer past the origin check carries an allowed foreign origin's CORS headers, a 401 too: its page can read why.
     const token = this.#deps.access.checkToken(INVOKE_PATH, headers.get("authorization") ?? undefined, queryToken(request.url));
-    if (token.type === "refused") return this.#counted(REFUSED_ROUTE, refusal(token));
+    let route = INVOKE_PATH;
     let response: Response;
-    try {
-      response = await this.#answer(request);
-    } catch (error) {
-      response = json(HermesError.from(error).toPayload(), 500);
+    if (token.type === "refused") {
+      route = REFUSED_ROUTE;
+      response = refusal(token);
+    } else {
+      try {
+        response = await this.#answer(request);
+      } catch (error) {
+        response = json(HermesError.from(error).toPayload(), 500);
+      }
     }
     if (verdict.cors) for (const [name, value] of Object.entries(verdict.cors)) response.headers.set(name, value);
-    return this.#counted(INVOKE_PATH, response);
+    return this.#counted(route, response);
   }
 
   async #answer(request: Request): Promise<Response> {

@@ -211,6 +211,7 @@ describe("gateway allow-lists from the mesh file, bound beyond loopback without 
     expect(own.headers.get("access-control-allow-origin")).toBeNull();
     expect((await body(await invoke({ host: "gw.example.com" }))).payload.result).toBe(4);
     expect((await body(await invoke({}, "/hermes/v1/invoke?trace=1"))).payload.result).toBe(4);
+    expect((await body(await invoke({}, "/hermes/v1/%69nvoke"))).payload.result).toBe(4); // hono decodes paths, and so does the route
     for (const headers of [{ origin: "https://ops.example.com.evil.example" }, { "sec-fetch-site": "cross-site" }, { host: "rebind.evil.example" }] as Record<string, string>[]) {
       const refused = await invoke(headers);
       expect({ headers, status: refused.status }).toEqual({ headers, status: 403 });
@@ -240,7 +241,7 @@ describe("gateway with a bearer token", () => {
     process.env.HERMES_GATEWAY_TOKEN = TOKEN;
     process.env.HM_ACCESS_TEST_TOKEN = TOKEN;
     try {
-      t = await startTestMesh(`${MESH}gateway:\n  token_env: HM_ACCESS_TEST_TOKEN\n`, { gateway: { port: 0, token: TOKEN } });
+      t = await startTestMesh(`${MESH}gateway:\n  token_env: HM_ACCESS_TEST_TOKEN\n  allowed_origins: ["https://ops.example.com"]\n`, { gateway: { port: 0, token: TOKEN } });
     } finally {
       for (const [name, value] of [["HERMES_GATEWAY_TOKEN", saved.direct], ["HM_ACCESS_TEST_TOKEN", saved.named]] as const) {
         if (value === undefined) delete process.env[name];
@@ -269,6 +270,25 @@ describe("gateway with a bearer token", () => {
     expect((await upgrade(port, "/hermes/v1/stream?token=wrong", [])).status).toBe(401);
     const answer = await askOverWebSocket(`ws://127.0.0.1:${port}/hermes/v1/stream?token=${TOKEN}`, {});
     expect(answer.payload.result).toBe(4);
+  });
+
+  test("an allowed origin can read every invoke answer, a 401 included: each carries its CORS headers", async () => {
+    const post = (headers: Record<string, string>, body = JSON.stringify(SEED)) =>
+      fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json", origin: "https://ops.example.com", ...headers }, body });
+    const cases: Array<[string, Promise<Response>, number]> = [
+      ["no token", post({}), 401],
+      ["wrong token", post({ authorization: "Bearer wrong" }), 401],
+      ["answered", post({ authorization: `Bearer ${TOKEN}` }), 200],
+      ["content type", post({ authorization: `Bearer ${TOKEN}`, "content-type": "text/plain" }), 415],
+      ["bad JSON", post({ authorization: `Bearer ${TOKEN}` }, "{nope"), 400],
+      ["too big", post({ authorization: `Bearer ${TOKEN}` }, JSON.stringify({ pad: "x".repeat(1024 * 1024 + 1) })), 413],
+    ];
+    for (const [name, pending, status] of cases) {
+      const answer = await pending;
+      expect({ name, status: answer.status, origin: answer.headers.get("access-control-allow-origin") }).toEqual({ name, status, origin: "https://ops.example.com" });
+      if (status === 401) expect(await body(answer)).toMatchObject({ error_code: 5, auth_method: "bearer" });
+      else await answer.arrayBuffer();
+    }
   });
 
   test("every invoke is counted on /metrics: refusals under the access check, answers under the route", async () => {

@@ -8,6 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { AckEmitter, SendWindow, WriteQueue } from "../../mesh/flow-control.ts";
 import { createEvent, type Envelope } from "../../mesh/envelope.ts";
+import { waitFor } from "../helpers.ts";
 
 /** A socket that takes everything and counts its writes. */
 function countingSocket() {
@@ -126,6 +127,18 @@ describe("AckEmitter", () => {
     emitter.settle(1);
     await nextTurn();
     expect(acks).toEqual([3]);
+  });
+
+  test("a held ack goes alone when its hold ends, with nothing to ride on", async () => {
+    const { writes, acks, emitter } = ackedQueue();
+    emitter.holdFor(5, 1000);
+    emitter.settle(1);
+    emitter.settle(2);
+    await nextTurn();
+    expect(acks).toEqual([]);
+    await waitFor(() => acks.length > 0, "the held ack", 5000);
+    expect(acks).toEqual([2]);
+    expect(writes).toEqual([5]);
   });
 
   test("a peer that lets acks wait gets a lone ack after the hold, or at once when a quarter of the window is owed", async () => {
