@@ -74,7 +74,9 @@ const TRACE_TIMEOUT_MS = 5000;
  * (`/.well-known/agent-card.json`, `POST /a2a`; docs/interop.md).
  * Every refusal is a coded Hermes error; nothing a client sends can take it down. Only loopback
  * Host values (and the allowed ones) and same-origin browsers (and the allowed origins) are
- * served: see AccessPolicy.
+ * served: see AccessPolicy. `POST /hermes/v1/invoke` is answered by the app's own `fetch` before
+ * hono routes (invoke-route.ts): serve the app through `app.fetch` (or `app.request`), not mounted
+ * inside another hono app with `route()`, which copies only hono's routes.
  *
  * @example
  * const app = createGatewayApp({ node, registry, meshName: "demo", stats, dir, host: "127.0.0.1" });
