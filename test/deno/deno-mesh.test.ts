@@ -127,6 +127,21 @@ describe("a mesh on Deno", () => {
     const invoked = await fetch(`${base}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/hermes+json" }, body: JSON.stringify({ meta, payload: { task_id: "x1", via: "http" } }) });
     expect(invoked.status).toBe(200);
     expect(await invoked.json()).toMatchObject({ meta: { msg_type: 2, sender_id: "echo", trace_id: "denotrace1" }, payload: { task_id: "x1", via: "http" } });
+    // A chunked body (no Content-Length) is counted as it streams on Deno too: 413 code 6 past the limit, answered under it.
+    const chunked = (text: string) => {
+      const bytes = new TextEncoder().encode(text);
+      const stream = new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      });
+      return fetch(`${base}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
+    };
+    const big = await chunked(JSON.stringify({ meta, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error_code: 6 });
+    expect(await (await chunked(JSON.stringify({ meta, payload: { via: "chunks" } }))).json()).toMatchObject({ payload: { via: "chunks" } });
     const health = await fetch("http://localhost/health", { unix: socket! });
     expect(await health.json()).toMatchObject({ status: "ok", mesh: "deno-up", actors: 1, healthy: 1 });
     const frames = await new Promise<unknown[]>((resolve, reject) => {
