@@ -110,6 +110,17 @@ export function rssKiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
 
+/** A request body without a Content-Length: `text` as a stream of 64 KiB chunks, so fetch sends it chunked. */
+export function chunkedBody(text: string): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text);
+  return new ReadableStream({
+    start(controller) {
+      for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
+      controller.close();
+    },
+  });
+}
+
 /**
  * A deterministic xorshift generator of numbers in [0, 1), so a failing random test replays.
  *

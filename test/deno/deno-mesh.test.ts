@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { findBun } from "../../src/supervisor/bun-runtime.ts";
-import { type Child, denoBinary, isAlive, spawnDeno, tempDir, waitFor } from "../helpers.ts";
+import { type Child, chunkedBody, denoBinary, isAlive, spawnDeno, tempDir, waitFor } from "../helpers.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const CLI = join(ROOT, "src/cli/main.ts");
@@ -128,16 +128,7 @@ describe("a mesh on Deno", () => {
     expect(invoked.status).toBe(200);
     expect(await invoked.json()).toMatchObject({ meta: { msg_type: 2, sender_id: "echo", trace_id: "denotrace1" }, payload: { task_id: "x1", via: "http" } });
     // A chunked body (no Content-Length) is counted as it streams on Deno too: 413 code 6 past the limit, answered under it.
-    const chunked = (text: string) => {
-      const bytes = new TextEncoder().encode(text);
-      const stream = new ReadableStream({
-        start(controller) {
-          for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
-          controller.close();
-        },
-      });
-      return fetch(`${base}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
-    };
+    const chunked = (text: string) => fetch(`${base}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: chunkedBody(text) });
     const big = await chunked(JSON.stringify({ meta, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
     expect(big.status).toBe(413);
     expect(await big.json()).toMatchObject({ error_code: 6 });

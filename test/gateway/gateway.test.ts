@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTrace } from "../../src/observability/trace-tree.ts";
 import { newMessageId } from "../../mesh/ids.ts";
-import { waitFor } from "../helpers.ts";
+import { chunkedBody, waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 
 const MESH = `
@@ -96,16 +96,7 @@ describe("gateway", () => {
     expect(big.status).toBe(413);
     expect((await body(big)).error_code).toBe(6);
     // Without a Content-Length (a chunked body), the bytes are counted as they come.
-    const chunked = (text: string) => {
-      const bytes = new TextEncoder().encode(text);
-      const stream = new ReadableStream({
-        start(controller) {
-          for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
-          controller.close();
-        },
-      });
-      return fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
-    };
+    const chunked = (text: string) => fetch(`${url}/hermes/v1/invoke`, { method: "POST", headers: { "content-type": "application/json" }, body: chunkedBody(text) });
     const bigChunked = await chunked(JSON.stringify({ ...SEED, payload: { pad: "x".repeat(2 * 1024 * 1024) } }));
     expect(bigChunked.status).toBe(413);
     expect((await body(bigChunked)).error_code).toBe(6);
