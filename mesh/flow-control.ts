@@ -68,9 +68,9 @@ const HIGH_WATER_BYTES = 32 * 1024;
  * callback it makes, so a flush there wrote once per callback. The gateway's Bun.serve calls its
  * handler once per HTTP request, and the requests that arrived together went to the actor one
  * write each, waking it as often; a producer awaiting each send got a write per frame. At the end
- * of the turn they share one write (bench/gateway-load.ts: the gateway's CPU per request 68 to
- * 52 us, the calculator's 33 to 22 us), and a lone request waits one poll of the loop longer,
- * which bench/steady.ts request does not show (50 to 52 us each either way).
+ * of the turn they share one write (bench/gateway-load.ts, five pairs: the calculator's CPU per
+ * request 25 to 28 us before, 18 to 19 after; the gateway's 50 to 60, then 44 to 48), and a lone
+ * request waits one poll of the loop longer, which bench/steady.ts request does not show.
  */
 export class WriteQueue {
   #socket: WritableSocket;
