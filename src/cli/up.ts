@@ -150,6 +150,10 @@ function describe(event: SupervisorEvent): void {
     case "restarted":
       console.error(`${event.children.join(", ")} restarted (${event.supervisor})`);
       break;
+    case "restart_abandoned":
+      // A newer restart or the stop says the rest; a failed start is news.
+      if (event.reason === "start_failed") console.error(`${event.child} failed to start; restarting again (${event.supervisor})`);
+      break;
     case "intensity_exceeded":
       console.error(`supervisor ${event.supervisor}: more than ${event.intensity} restarts in ${event.period} ms: giving up`);
       break;

@@ -7,6 +7,9 @@ import type { ExitInfo, StartupTimings, Strategy } from "./child-spec.ts";
 /** Why the supervisor stopped a child (these stops are never failures). */
 export type StopReason = "shutdown" | "sibling_restart" | "max_restart_intensity" | "operator" | "start_failed";
 
+/** Why a restart that was decided did not run to its end (see `restart_abandoned`). */
+export type RestartAbandonedReason = "superseded" | "came_back" | "stopping" | "start_failed";
+
 /** Why a supervisor itself ended. */
 export type SupervisorEndReason = "shutdown" | "killed" | "reached_max_restart_intensity" | "failed_to_start_child";
 
@@ -19,6 +22,12 @@ export type SupervisorEndReason = "shutdown" | "killed" | "reached_max_restart_i
  *   restart after a quiet period, see `SupervisorOptions.backoff`), then restarts `children`.
  *   `recentRestarts` counts this one and the others within the intensity period.
  * - restarted: the restart of `children` (in order) is done.
+ * - restart_abandoned: a restart that was decided did not run to its end: `superseded` (the child
+ *   came back meanwhile and crashed again, and a newer restart took over), `came_back` (every
+ *   child of the group was back or had exited for good when its wait ended), `stopping` (the
+ *   supervisor is ending), or `start_failed` (a child of the group failed to start, and its own
+ *   restart takes over from here). `started` lists the children it did start. Every `restarting`
+ *   is followed by exactly one `restarted` or `restart_abandoned` for the same child.
  * - intensity_exceeded: too many restarts; all children are being stopped and the supervisor escalates.
  * - stopped: with `child`, the supervisor stopped that child; without, the supervisor itself ended.
  *
@@ -32,6 +41,7 @@ export type SupervisorEvent =
   | { type: "exited"; supervisor: string; child: string; pid?: number; exit: ExitInfo; normal: boolean; willRestart: boolean }
   | { type: "restarting"; supervisor: string; child: string; strategy: Strategy; delayMs: number; recentRestarts: number; children: string[] }
   | { type: "restarted"; supervisor: string; child: string; children: string[] }
+  | { type: "restart_abandoned"; supervisor: string; child: string; reason: RestartAbandonedReason; started: string[] }
   | { type: "intensity_exceeded"; supervisor: string; child: string; intensity: number; period: number }
   | { type: "stopped"; supervisor: string; child: string; pid?: number; exit: ExitInfo; reason: StopReason }
   | { type: "stopped"; supervisor: string; child?: undefined; reason: SupervisorEndReason; exit: ExitInfo };

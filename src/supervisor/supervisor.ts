@@ -188,6 +188,9 @@ export class Supervisor {
 
   /** Reverse spec order; children waiting for a restart will not get it. */
   async #stopAll(reason: StopReason): Promise<void> {
+    // Restarts still waiting out their backoff will not run.
+    for (const failed of this.#turns.keys()) this.#emit({ type: "restart_abandoned", child: failed.id, reason: "stopping", started: [] });
+    this.#turns.clear();
     for (const slot of [...this.#slots].reverse()) {
       if (slot.current) await this.#stopSlot(slot, reason);
       else if (slot.state === "restarting") slot.state = "stopped";
@@ -222,6 +225,8 @@ export class Supervisor {
     const restarting = group.filter((slot) => slot === failed || slot.restart !== "temporary");
     const delayMs = failed.restartDelay();
     failed.state = "restarting";
+    // A restart of this child still waiting out its backoff is overtaken by this one (and will not start anything).
+    if (this.#turns.delete(failed)) this.#emit({ type: "restart_abandoned", child: failed.id, reason: "superseded", started: [] });
     this.#emit({
       type: "restarting", child: failed.id, strategy: this.strategy, delayMs,
       recentRestarts: this.#intensity.count(), children: restarting.map((s) => s.id),
@@ -243,13 +248,14 @@ export class Supervisor {
    * restart, and crashed again); what came back meanwhile, or exited for good, is left alone.
    */
   async #startRestarting(failed: ChildSlot, restarting: ChildSlot[], turn: symbol): Promise<void> {
-    if (this.#turns.get(failed) !== turn) return;
+    if (this.#turns.get(failed) !== turn) return; // superseded, or the supervisor is stopping: said when that happened
     this.#turns.delete(failed);
-    if (this.#state !== "running") return;
+    if (this.#state !== "running") return this.#emit({ type: "restart_abandoned", child: failed.id, reason: "stopping", started: [] });
     const due = restarting.filter((slot) => slot.state === "restarting" && !slot.current);
-    if (due.length === 0) return;
+    if (due.length === 0) return this.#emit({ type: "restart_abandoned", child: failed.id, reason: "came_back", started: [] });
     const next = await this.#startGroup(due);
     if (!next) return this.#emit({ type: "restarted", child: failed.id, children: due.map((s) => s.id) });
+    this.#emit({ type: "restart_abandoned", child: failed.id, reason: "start_failed", started: due.slice(0, due.indexOf(next)).map((s) => s.id) });
     await this.#restart(next);
   }
 

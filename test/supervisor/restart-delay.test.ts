@@ -15,15 +15,21 @@ import { holdsWithin, waitFor } from "../helpers.ts";
 const CRASH: ExitInfo = { code: 1, signal: null, reason: "crashed" };
 
 /** A child double: `crash()` ends its current instance abnormally, `finish()` normally; `starts` counts its starts. */
-function double(id: string, restart?: ChildSpec["restart"]): ChildSpec & { crash(): void; finish(): void; starts: number } {
+function double(id: string, restart?: ChildSpec["restart"]): ChildSpec & { crash(): void; finish(): void; starts: number; failNextStart: boolean } {
   let current: ((exit: ExitInfo) => void) | undefined;
   const child = {
     id,
     ...(restart && { restart }),
     starts: 0,
+    /** The next start throws (a module that fails to load), once. */
+    failNextStart: false,
     crash: () => current?.(CRASH),
     finish: () => current?.({ code: 0, signal: null, reason: "normal" }),
     async start(): Promise<ChildHandle> {
+      if (child.failNextStart) {
+        child.failNextStart = false;
+        throw new Error("cannot start");
+      }
       child.starts++;
       const { promise, resolve } = Promise.withResolvers<ExitInfo>();
       current = resolve;
@@ -53,6 +59,16 @@ async function crashTwice(child: ReturnType<typeof double>, events: SupervisorEv
 }
 
 const delays = (events: SupervisorEvent[]) => events.flatMap((e) => (e.type === "restarting" ? [e.delayMs] : []));
+
+/** The restart events of `child`, in order, as [type, what closed it]. */
+const restartStory = (events: SupervisorEvent[], child: string) =>
+  events.flatMap((e) => {
+    if (e.child !== child) return [];
+    if (e.type === "restarting") return [["restarting", e.delayMs]];
+    if (e.type === "restarted") return [["restarted", e.children.join(",")]];
+    if (e.type === "restart_abandoned") return [["abandoned", e.reason]];
+    return [];
+  });
 
 describe("restart delay", () => {
   test("a child's first restart is immediate, repeated ones back off, and too many give up", async () => {
@@ -106,6 +122,31 @@ describe("restart delay", () => {
     // Twice the backoff: a start it had scheduled would have come by then.
     expect(await holdsWithin(() => a.starts > 2, 600)).toBe(false);
     expect(sup.status()[0]!.state).toBe("stopped");
+    expect(restartStory(events, "a")).toEqual([["restarting", 0], ["restarted", "a"], ["restarting", 300], ["abandoned", "stopping"]]);
+  });
+
+  test("a restart overtaken by a newer one says so: every restarting ends in one restarted or restart_abandoned", async () => {
+    const a = double("a");
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 1000, maxMs: 1000, jitter: 0 }, children: [a] });
+    await crashTwice(a, events); // the second restart waits 1 s
+    await sup.restartChild("a");
+    a.crash(); // back early, crashed again: this restart takes over from the waiting one
+    await waitFor(() => a.starts === 4, "a restarted by the newer restart", 10_000);
+    await waitFor(() => restartStory(events, "a").length === 6, "the newer restart's end");
+    expect(restartStory(events, "a")).toEqual([["restarting", 0], ["restarted", "a"], ["restarting", 1000], ["abandoned", "superseded"], ["restarting", 1000], ["restarted", "a"]]);
+    await sup.stop();
+  });
+
+  test("a child that fails to start: that restart is abandoned, and the next one (backed off) takes over", async () => {
+    const a = double("a");
+    const { sup, events } = await started({ id: "root", intensity: 10, period: 60_000, backoff: { initialMs: 20, jitter: 0 }, children: [a] });
+    a.failNextStart = true;
+    a.crash();
+    await waitFor(() => a.starts === 2, "a started after its failed start");
+    await waitFor(() => restartStory(events, "a").length === 4, "the second restart's end");
+    expect(restartStory(events, "a")).toEqual([["restarting", 0], ["abandoned", "start_failed"], ["restarting", 20], ["restarted", "a"]]);
+    expect(events.find((e) => e.type === "restart_abandoned")).toMatchObject({ started: [] });
+    await sup.stop();
   });
 
   test("one_for_all: the siblings stop at once, and the group starts when the backoff is over", async () => {
@@ -136,8 +177,10 @@ describe("restart delay", () => {
     expect(a.starts).toBe(3);
     a.finish(); // transient: a normal exit is not restarted
     await waitFor(() => sup.status()[0]!.state === "exited", "a exited for good");
-    // Twice the backoff: the overtaken wait would have started it by then.
-    expect(await holdsWithin(() => a.starts > 3, 600)).toBe(false);
+    // When the wait ends there is nothing left to restart, and the event says so.
+    await waitFor(() => events.some((e) => e.type === "restart_abandoned"), "the waiting restart's end", 5000);
+    expect(restartStory(events, "a")).toEqual([["restarting", 0], ["restarted", "a"], ["restarting", 300], ["abandoned", "came_back"]]);
+    expect(a.starts).toBe(3);
     await sup.stop();
   });
 
