@@ -23,7 +23,7 @@ export { connectMesh, type MeshClient, type ConnectMeshOptions } from "./actor/c
 export { Supervisor, type SupervisorState } from "./supervisor/supervisor.ts";
 export { supervisorChild, type SupervisorChildOptions } from "./supervisor/supervisor-child.ts";
 export type { SupervisorOptions } from "./supervisor/supervisor-options.ts";
-export type { SupervisorEvent, SupervisorEventType, SupervisorListener, StopReason, SupervisorEndReason } from "./supervisor/supervisor-events.ts";
+export type { SupervisorEvent, SupervisorEventType, SupervisorListener, StopReason, SupervisorEndReason, RestartAbandonedReason } from "./supervisor/supervisor-events.ts";
 export { RestartType, Strategy, ChildType, DEFAULT_SHUTDOWN_MS, isNormalExit, type ExitInfo, type ChildState, type ChildStatus, type ChildHandle, type ChildSpec } from "./supervisor/child-spec.ts";
 export { processChild, type ProcessChildOptions } from "./supervisor/process-child.ts";
 export { Backoff, type BackoffOptions } from "./supervisor/backoff.ts";
