@@ -27,6 +27,25 @@ export interface AccessRequest {
   unix: boolean;
 }
 
+/**
+ * What the policy reads of an HTTP request: its method, the route's path, and the headers it decides on.
+ *
+ * @example
+ * policy.check(accessRequestOf(request, "/actors", false));
+ */
+export function accessRequestOf(request: Request, path: string, unix: boolean): AccessRequest {
+  const headers = request.headers;
+  return {
+    method: request.method,
+    path,
+    host: headers.get("host") ?? undefined,
+    origin: headers.get("origin") ?? undefined,
+    fetchSite: headers.get("sec-fetch-site") ?? undefined,
+    fetchMode: headers.get("sec-fetch-mode") ?? undefined,
+    unix,
+  };
+}
+
 /** The verdict on one request: refused (with the HTTP status and the coded error), or served, with CORS headers for an allowed foreign origin. */
 export type AccessVerdict =
   | { type: "refused"; status: 401 | 403; error: HermesError; headers?: Record<string, string> }

@@ -8,7 +8,7 @@ import { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "../o
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { AGENT_CARD_PATH } from "./a2a-card.ts";
 import { A2A_PATH, mountA2A } from "./a2a-endpoint.ts";
-import { AccessPolicy } from "./access-policy.ts";
+import { AccessPolicy, accessRequestOf } from "./access-policy.ts";
 import { dashboardPage } from "./dashboard-page.ts";
 import { HistorySampler } from "./history-sampler.ts";
 import { InvokeHandler } from "./invoke-handler.ts";
@@ -117,15 +117,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   // Host and browser origin (DNS rebinding, cross-site requests and WebSockets), before anything else.
   app.use("*", async (c, next) => {
-    const verdict = access.check({
-      method: c.req.method,
-      path: c.req.path,
-      host: c.req.header("host"),
-      origin: c.req.header("origin"),
-      fetchSite: c.req.header("sec-fetch-site"),
-      fetchMode: c.req.header("sec-fetch-mode"),
-      unix: c.env?.listener === "unix",
-    });
+    const verdict = access.check(accessRequestOf(c.req.raw, c.req.path, c.env?.listener === "unix"));
     if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
     if (verdict.cors) {
       // An allowed foreign origin: its preflight is answered here (browsers send it without the token).

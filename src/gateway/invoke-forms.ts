@@ -210,7 +210,6 @@ function fieldsFromJson(map: Record<string, unknown>, path: string): Record<stri
   // The payload itself must be a plain map (docs/protocol.md §3).
   if (path === "payload") throw badForm(path, "__proto__", "a payload may not have a key __proto__ at its top (inside it, it may)");
   return new Map(Object.entries(out));
-  return out;
 }
 
 function bytesOfBase64(text: unknown, path: string, form: string): Uint8Array {

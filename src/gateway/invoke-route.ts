@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
-import type { AccessPolicy, AccessVerdict } from "./access-policy.ts";
+import { accessRequestOf, type AccessPolicy, type AccessVerdict } from "./access-policy.ts";
 import type { InvokeHandler } from "./invoke-handler.ts";
 
 /** The route of docs/protocol.md §7. */
@@ -73,10 +73,7 @@ export class InvokeRoute {
   /** Answers one invoke request; `unix` when it came over `<dir>/gateway.sock` (no Host check). Never rejects. */
   async serve(request: Request, unix: boolean): Promise<Response> {
     const headers = request.headers;
-    const verdict = this.#deps.access.check({
-      method: "POST", path: INVOKE_PATH, host: headers.get("host") ?? undefined, origin: headers.get("origin") ?? undefined,
-      fetchSite: headers.get("sec-fetch-site") ?? undefined, fetchMode: headers.get("sec-fetch-mode") ?? undefined, unix,
-    });
+    const verdict = this.#deps.access.check(accessRequestOf(request, INVOKE_PATH, unix));
     if (verdict.type === "refused") return this.#counted(REFUSED_ROUTE, refusal(verdict));
     // Every answer past the origin check carries an allowed foreign origin's CORS headers, a 401 too: its page can read why.
     const token = this.#deps.access.checkToken(INVOKE_PATH, headers.get("authorization") ?? undefined, queryToken(request.url));

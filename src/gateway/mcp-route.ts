@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import type { McpHttpHandler } from "@modelcontextprotocol/server";
-import { AccessPolicy, type AccessSettings } from "./access-policy.ts";
+import { AccessPolicy, accessRequestOf, type AccessSettings } from "./access-policy.ts";
 import type { McpServerOptions } from "./mcp-server.ts";
 
 /** Where the gateway serves MCP. */
@@ -49,15 +49,7 @@ export function mountMcp(app: Hono<any>, options: McpRouteOptions): void {
   app.all(MCP_PATH, async (c) => {
     let cors: Record<string, string> | undefined;
     if (policy) {
-      const verdict = policy.check({
-        method: c.req.method,
-        path: MCP_PATH,
-        host: c.req.header("host"),
-        origin: c.req.header("origin"),
-        fetchSite: c.req.header("sec-fetch-site"),
-        fetchMode: c.req.header("sec-fetch-mode"),
-        unix: false,
-      });
+      const verdict = policy.check(accessRequestOf(c.req.raw, MCP_PATH, false));
       if (verdict.type === "refused") return c.json(verdict.error.toPayload(), verdict.status, verdict.headers);
       cors = verdict.cors;
       // An allowed foreign origin's preflight, which browsers send without the token: the headers
