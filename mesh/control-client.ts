@@ -98,7 +98,7 @@ export class ControlClient {
    */
   async register(
     secret: string | undefined,
-    declared: { capabilities: readonly string[]; subscriptions: readonly string[]; capability_info?: Record<string, CapabilityInfo> },
+    declared: { capabilities: readonly string[]; subscriptions: readonly string[]; capability_info?: Record<string, CapabilityInfo>; durable?: boolean },
     external?: { socket?: string; graceMs?: number },
   ): Promise<{ heartbeatMs: number }> {
     // An external actor (outside the tree) proves itself with the mesh token of this connection, not a secret.

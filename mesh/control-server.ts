@@ -129,7 +129,7 @@ export class ControlServer {
         this.#verifySpawnSecret(address, p.secret);
         this.#bind(channel, address, "actor");
         // The pid is not taken from the message: the supervisor records the one it spawned.
-        registry.patch(address, { capabilities, subscriptions: declared("subscriptions"), ...(capabilityInfo && { capabilityInfo }), updatedAt: Date.now() });
+        registry.patch(address, { capabilities, subscriptions: declared("subscriptions"), ...(capabilityInfo && { capabilityInfo }), ...durableOf(p), updatedAt: Date.now() });
         return { entries: registry.snapshot(), heartbeat_ms: this.#options.heartbeatMs };
       }
       case ControlOp.READY: {
@@ -214,7 +214,7 @@ export class ControlServer {
       capabilities,
       ...(capabilityInfo && { capabilityInfo }),
       subscriptions: [...new Set([...(entry?.subscriptions ?? []), ...stringList(p.subscriptions)])],
-      health: "starting", kind: "actor", external: true,
+      health: "starting", kind: "actor", external: true, ...durableOf(p),
       ...(Number.isSafeInteger(p.pid) && { pid: p.pid as number }),
       restarts: entry?.pid !== undefined ? entry.restarts + 1 : 0, queueDepth: 0, inFlight: 0, updatedAt: Date.now(),
     });
@@ -393,6 +393,11 @@ function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** What a `register` said of its dedupe memory (`durable`), when it said it with a boolean. */
+function durableOf(p: Payload): { durable?: boolean } {
+  return typeof p.durable === "boolean" ? { durable: p.durable } : {};
 }
 
 function stringList(value: unknown): string[] {

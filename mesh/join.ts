@@ -12,7 +12,7 @@ import { ErrorCode, HermesError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MeshNode, type MeshNodeOptions } from "./mesh-node.ts";
 import { resolveDeadLetterLimits } from "./peer-link.ts";
-import { Registry, type CapabilityInfo, type RegistryUpdate } from "./registry.ts";
+import { Registry, type ActorHealth, type CapabilityInfo, type RegistryUpdate } from "./registry.ts";
 import { schedulerPicker, schedulerFromEnv, type Scheduler } from "./routing.ts";
 import type { MeshTransport } from "./transport.ts";
 
@@ -166,6 +166,8 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
         capabilities: options.capabilities ?? [],
         subscriptions: options.subscriptions ?? [],
         ...(options.capabilityInfo && { capability_info: { ...options.capabilityInfo } }),
+        // A dedupe memory of its own (a durable store) outlives this process; the default one does not.
+        durable: options.dedupe !== undefined,
       }, external));
       // The supervisor decides where each instance listens: peers dial what its entry says.
       socketPath = registry.byAddress(address)?.socket;
@@ -264,24 +266,30 @@ function meshInfoOf(dir: string): MeshInfo | undefined {
 
 /**
  * How a node follows the supervisor's news. Healthy: links holding envelopes for that address
- * try now (they would otherwise wait out a backoff of up to half a second). Removed: the link
- * and whatever still waits in it go, as dead letters.
+ * try now (they would otherwise wait out a backoff of up to half a second). Any other health:
+ * what waits for that address may move to a healthy sibling (MeshNode.notifyAway). Removed: the
+ * link and whatever still waits in it go, as dead letters.
  */
 function follow(node: MeshNode, update: RegistryUpdate): void {
   switch (update.type) {
     case "upsert":
-      if (update.entry.health === "healthy") node.notifyUp(update.entry.address);
+      healthNews(node, update.entry.address, update.entry.health);
       return;
     case "patch":
-      if (update.changes.health === "healthy") node.notifyUp(update.address);
+      if (update.changes.health !== undefined) healthNews(node, update.address, update.changes.health);
       return;
     case "snapshot":
-      for (const entry of update.entries) if (entry.health === "healthy") node.notifyUp(entry.address);
+      for (const entry of update.entries) healthNews(node, entry.address, entry.health);
       return;
     case "remove":
       node.forget(update.address);
       return;
   }
+}
+
+function healthNews(node: MeshNode, address: string, health: ActorHealth): void {
+  if (health === "healthy") node.notifyUp(address);
+  else node.notifyAway(address);
 }
 
 /** How a program joins a mesh over NATS JetStream with no supervisor of its own (docs/nats.md). */

@@ -96,6 +96,8 @@ export class MeshNode {
     else if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
   });
   #deadLetters: DeadLetters;
+  /** Envelopes moved off an instance that went away, each to where it was sent first (#moveOff). */
+  #movedFrom = new WeakMap<Envelope, string>();
   #closed = false;
 
   private constructor(options: MeshNodeOptions) {
@@ -262,6 +264,45 @@ export class MeshNode {
     this.#links.get(address)?.notifyUp();
   }
 
+  /** The registry says `address` is not healthy (crashed, restarting, hung): what waits for it may move to a sibling. */
+  notifyAway(address: string): void {
+    this.#moveOff(address);
+  }
+
+  /**
+   * Moves what waits for `address` (what a crash left unacknowledged, and what was sent since) to
+   * a healthy sibling that the envelope's own route also names (mesh/routing.ts, `alternative`):
+   * only while the registry says `address` is not healthy, and only when that instance said its
+   * dedupe memory does not outlive a restart (`durable: false`), since its restart would handle
+   * the envelope again anyway. A durable one keeps what it is owed, and deduplicates it when it
+   * is back. Each envelope moves once: when the sibling crashes with it too, it waits for that
+   * one, so a message that kills whoever handles it takes down two instances at most.
+   */
+  #moveOff(address: string): void {
+    const entry = this.#options.routes.byAddress(address);
+    const link = this.#links.get(address);
+    if (!entry || !link || entry.health === "healthy" || entry.durable !== false) return;
+    const destinations = new Map<Envelope, string>();
+    const taken = link.takeBack((env) => {
+      if (this.#movedFrom.has(env)) return false;
+      const to = this.#router.alternative(env, address);
+      if (to) destinations.set(env, to.address);
+      return to !== undefined;
+    });
+    for (const env of taken) {
+      if (env.ttl <= 0) {
+        this.#expired(env);
+        continue;
+      }
+      const to = destinations.get(env)!;
+      this.#movedFrom.set(env, address);
+      const next = this.#link(to);
+      next.send(env);
+      if (env.message_type === MessageType.REQUEST) this.#pending.sent(env.message_id, to, next);
+      this.#options.onSent?.(env, [to]);
+    }
+  }
+
   /** Envelopes this node has handed to `address` and not yet had acknowledged (the scheduler's local load view). */
   inFlightTo(address: string): number {
     const link = this.#links.get(address);
@@ -310,8 +351,10 @@ export class MeshNode {
         onUnsendable: (env, error) => this.#unsendable(env, address, error),
         onAcknowledged: (env: Envelope) => {
           this.#answerAcknowledged(env);
-          this.#options.onDelivered?.(env, address);
+          // A durable outbox knows a moved envelope by the destination it was sent to first.
+          if (this.#options.onDelivered) this.#options.onDelivered(env, this.#movedFrom.get(env) ?? address);
         },
+        onBroken: () => this.#moveOff(address),
       });
       this.#links.set(address, link);
     }

@@ -145,6 +145,8 @@ export interface PeerLinkOptions {
   onUnsendable: (env: Envelope, error: HermesError) => void;
   /** The peer acknowledged this envelope (handled it). */
   onAcknowledged?: (env: Envelope) => void;
+  /** The connection broke and what it left unacknowledged waits in the link again (the node may move some: takeBack). */
+  onBroken?: () => void;
   /** Reconnect backoff: first delay and ceiling, ms. Default 5 and 500. */
   backoff?: { initialMs?: number; maxMs?: number };
 }
@@ -223,6 +225,32 @@ export class PeerLink {
       this.#retryTimer = undefined;
     }
     this.#ensureDialing();
+  }
+
+  /**
+   * Takes out of the link what waits for the destination (not what is on an open connection)
+   * and `wanted` chooses, oldest first, each with its wait taken off its ttl and ready to be sent
+   * anew: how a node moves envelopes off an instance that crashed to a healthy sibling.
+   *
+   * @example
+   * for (const env of link.takeBack((env) => env.capability !== undefined)) otherLink.send(env);
+   */
+  takeBack(wanted: (env: Envelope) => boolean): Envelope[] {
+    if (this.connection || this.#queue.length === 0) return [];
+    const taken: Envelope[] = [];
+    const kept: Waiting[] = [];
+    const now = Date.now();
+    for (const waiting of this.#queue) {
+      if (!wanted(waiting.env)) {
+        kept.push(waiting);
+        continue;
+      }
+      const env = takeWaitOff(waiting, now);
+      delete env.seq;
+      taken.push(env);
+    }
+    this.#queue = kept;
+    return taken;
   }
 
   /** Opens the connection now (e.g. to be ready before the first message). */
@@ -355,7 +383,9 @@ export class PeerLink {
       }
     }
     this.#queue = [...redeliver, ...this.#queue];
-    if (this.#queue.length > 0 && !this.#closed) this.#scheduleRetry();
+    if (this.#queue.length === 0 || this.#closed) return;
+    this.#options.onBroken?.();
+    this.#scheduleRetry();
   }
 
   #scheduleRetry(): void {

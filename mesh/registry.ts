@@ -47,6 +47,13 @@ export interface RegistryEntry {
    */
   external?: boolean;
   /**
+   * What the instance said of itself at `register`: true when its dedupe memory outlives a restart
+   * (a durable actor), false when a restart forgets what it handled. Absent: not said. A sender
+   * moves what a crash left unacknowledged to a healthy sibling only when this is false
+   * (docs/protocol.md §4, "When an instance crashes"): a durable instance would have deduplicated it.
+   */
+  durable?: boolean;
+  /**
    * What the actor's module says about its capabilities (`defineActor({ capabilityInfo })`):
    * a description and the JSON Schema of a request's payload, per capability. The gateway
    * publishes them as A2A skills and MCP tools (docs/interop.md). Bounded at registration.
@@ -140,6 +147,7 @@ const entrySchema = (z: Zod) =>
     kind: z.enum(["actor", "client"]).optional(),
     host: z.string().min(1).optional(),
     external: z.boolean().optional(),
+    durable: z.boolean().optional(),
     capabilityInfo: z.record(z.string(), z.object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() })).optional(),
   }) satisfies z.ZodType<RegistryEntry>;
 
@@ -221,6 +229,7 @@ const ENTRY_FIELDS = new Map<string, { check: FieldCheck; optional?: true }>([
   ["kind", { check: (v) => KINDS.has(v), optional: true }],
   ["host", { check: nonEmpty, optional: true }],
   ["external", { check: (v) => typeof v === "boolean", optional: true }],
+  ["durable", { check: (v) => typeof v === "boolean", optional: true }],
   ["capabilityInfo", { check: isCapabilityInfoMap, optional: true }],
 ]);
 const REQUIRED_FIELDS = [...ENTRY_FIELDS.values()].filter((field) => !field.optional).length;

@@ -1,6 +1,6 @@
 import { ErrorCode, HermesError } from "./errors.ts";
 import type { RegistryEntry } from "./registry.ts";
-import type { Route } from "./envelope.ts";
+import { MessageType, type Envelope, type Route } from "./envelope.ts";
 
 /** Recent outcomes of calls to one address, as exponentially weighted moving averages. */
 export interface CallStats {
@@ -313,6 +313,28 @@ export class Router {
       reason: "no route",
       expected: "one of target_agent, topic, capability",
     });
+  }
+
+  /**
+   * Where a request or event that waits for `away` (an instance that crashed or hangs) could go
+   * instead: another healthy instance that its own route names (a sibling declaring the
+   * capability, another instance of the pool it named, of the subscriber group it went to), by
+   * the scheduler's choice. Undefined when the route named `away` alone (an instance address, a
+   * stable id) or could not have led to it, for answers and cancels, and when no sibling is healthy.
+   *
+   * @example
+   * router.alternative(stranded, "ocr#0")?.address; // "ocr#1" while that one is healthy
+   */
+  alternative(env: Envelope, away: string): RegistryEntry | undefined {
+    if (env.message_type !== MessageType.REQUEST && env.message_type !== MessageType.EVENT) return undefined;
+    let candidates: readonly RegistryEntry[];
+    if (env.target_agent !== undefined) candidates = this.#table.resolveTarget(env.target_agent);
+    else if (env.topic !== undefined) candidates = this.#table.subscribersOf(env.topic).find((group) => group.instances.some((e) => e.address === away))?.instances ?? [];
+    else if (env.capability !== undefined) candidates = this.#table.withCapability(env.capability);
+    else return undefined;
+    if (!candidates.some((c) => c.address === away)) return undefined;
+    const siblings = candidates.filter((c) => c.address !== away && c.health === "healthy");
+    return siblings.length > 0 ? this.#pick(siblings, env.capability) : undefined;
   }
 
   /**

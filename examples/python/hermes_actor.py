@@ -150,7 +150,9 @@ class Actor:
         group = mesh_info(self.dir).get("socket_group")
         path = os.path.join(self.dir, "clients", self.name + ".sock") if group is not None else os.path.join(self.dir, self.name + ".sock")
         answer = self.call({"op": "register", "address": self.name, "external": True, "socket": path,
-                            "capabilities": CAPABILITIES, "subscriptions": [], "pid": os.getpid()})
+                            "capabilities": CAPABILITIES, "subscriptions": [], "pid": os.getpid(),
+                            # Nothing it handled survives a restart: senders may move what it left to a sibling.
+                            "durable": False})
         entry = next((e for e in answer["entries"] if e.get("address") == self.name), {})
         if entry.get("socket", path) != path:
             raise SystemExit("hermes_actor: the mesh gives %s the endpoint %r; this example speaks Unix sockets only" % (self.name, entry["socket"]))

@@ -196,6 +196,16 @@ const VALID: ValidCase[] = [
     })],
   ["request-ttl-expired", "A valid request with ttl 0: it arrived with no life left. It is not handled; the receiver answers it with an error envelope of code 9 (TTL_EXPIRED).", "envelope",
     request({ message_id: id(13), seq: 13, ttl: 0 }), 9],
+  ["register-external-not-durable", "The control plane (section 11): an actor started outside the tree registers on supervisor.sock, saying it keeps nothing across a restart (`durable: false`, additive): senders may then move what its crash leaves unacknowledged to a healthy sibling (section 4).", "envelope",
+    request({ message_id: id(20), seq: 20, source_agent: "outside", reply_to: "outside", target_agent: "supervisor" },
+      { op: "register", address: "outside", external: true, capabilities: ["work"], subscriptions: [], durable: false, pid: 4242 })],
+  ["registry-upsert-durable", "A registry event from the supervisor (section 11) whose entry carries `durable` (additive; absent, a sender treats the instance as durable and waits for its restart).", "envelope",
+    without(request({ message_id: id(21), message_type: "event", seq: 21, source_agent: "supervisor", target_agent: "outside" }, {
+      updates: [{ type: "upsert", entry: {
+        name: "work", instance: 1, address: "work#1", id: "4b1e6c3a9f0d2e7c", socket: "/run/hermes/work.1.sock", capabilities: ["work"], subscriptions: [],
+        health: "healthy", pid: 4243, restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: 1735689600000, kind: "actor", durable: false,
+      } }],
+    }), "reply_to")],
   ["hello", "The first frame of a connection: protocol 1, node, codecs (msgpack is mandatory), window.", "hello", hello()],
   ["hello-with-token", "A hello that offers a faster codec and carries an auth token.", "hello",
     hello({ node: "deno-ocr", codecs: ["msgpackr-records", "msgpack"], window: 256, token: "s3cret-token" })],

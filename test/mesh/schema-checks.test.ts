@@ -19,12 +19,13 @@ const ENTRY: RegistryEntry = {
   capabilities: ["echo"], subscriptions: ["demo.#"], health: "healthy", pid: 4242, restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: 1_700_000_000_000,
 };
 const UPDATES: unknown[] = [
-  { type: "snapshot", entries: [ENTRY, { ...ENTRY, instance: 0, address: "echo#0", kind: "actor" }] },
+  { type: "snapshot", entries: [ENTRY, { ...ENTRY, instance: 0, address: "echo#0", kind: "actor", durable: false }] },
   { type: "snapshot", entries: [] },
   { type: "upsert", entry: ENTRY },
   { type: "upsert", entry: { ...ENTRY, address: "cli-1", kind: "client", pid: undefined } },
   { type: "patch", address: "echo#1", changes: { queueDepth: 3, inFlight: 1, updatedAt: 5 } },
   { type: "patch", address: "echo#1", changes: { health: "down", pid: 7 } },
+  { type: "patch", address: "echo#1", changes: { durable: true } },
   { type: "patch", address: "echo#1", changes: { capabilityInfo: { echo: { description: "echoes", inputSchema: { type: "object", properties: { a: { type: "string" } } } }, other: {} } } },
   { type: "patch", address: "echo#1", changes: {} },
   { type: "remove", address: "echo#1" },
@@ -55,7 +56,7 @@ function mutate(value: unknown, random: SeededRandom): unknown {
     const roll = random.int(10);
     if (roll < 6 && keys.length > 0) target[random.pick(keys)] = random.pick(ODD_VALUES);
     else if (roll < 8 && keys.length > 0) delete target[random.pick(keys)];
-    else target[random.pick(["x_extra", "address", "kind", "pid", "token", "max_frame_bytes", "ack_delay_ms", "type", "meta", "payload", "ttl"])] = random.pick(ODD_VALUES);
+    else target[random.pick(["x_extra", "address", "kind", "durable", "pid", "token", "max_frame_bytes", "ack_delay_ms", "type", "meta", "payload", "ttl"])] = random.pick(ODD_VALUES);
   }
   return random.int(20) === 0 ? random.pick(ODD_VALUES) : copy;
 }
