@@ -69,6 +69,9 @@ function roomIn(links: Iterable<PeerLink>): Promise<void> {
   return waits ? Promise.all(waits).then(() => undefined) : READY;
 }
 
+/** Health that lets a non-durable instance's envelopes move to a sibling (MeshNode.#moveOff). */
+const AWAY: ReadonlySet<string> = new Set(["down", "unhealthy"]);
+
 /** Answers that say the instance itself failed (not the request): they count against it in scheduling. */
 const FAILURE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNKNOWN, ErrorCode.TASK_TIMEOUT, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE]);
 
@@ -281,13 +284,16 @@ export class MeshNode {
   #moveOff(address: string): void {
     const entry = this.#options.routes.byAddress(address);
     const link = this.#links.get(address);
-    if (!entry || !link || entry.health === "healthy" || entry.durable !== false) return;
+    // Down or hung only: a "starting" instance is a live process that may still handle what it got.
+    if (this.#closed || !entry || !link || !AWAY.has(entry.health) || entry.durable !== false) return;
     const destinations = new Map<Envelope, string>();
     const taken = link.takeBack((env) => {
       if (this.#movedFrom.has(env)) return false;
       const to = this.#router.alternative(env, address);
-      if (to) destinations.set(env, to.address);
-      return to !== undefined;
+      // A sibling with no room would refuse it: it stays, owed to this instance.
+      if (!to || this.#links.get(to.address)?.hasRoom === false) return false;
+      destinations.set(env, to.address);
+      return true;
     });
     for (const env of taken) {
       if (env.ttl <= 0) {
@@ -297,8 +303,15 @@ export class MeshNode {
       const to = destinations.get(env)!;
       this.#movedFrom.set(env, address);
       const next = this.#link(to);
-      next.send(env);
-      if (env.message_type === MessageType.REQUEST) this.#pending.sent(env.message_id, to, next);
+      try {
+        next.send(env);
+      } catch (error) {
+        // The sibling's link refused it (full, over its frame limit): answered for, as a send that waited would be.
+        this.#unsendable(env, to, HermesError.from(error));
+        continue;
+      }
+      // A topic request's other copies keep their own destination: only the one sent here is rebound.
+      if (env.message_type === MessageType.REQUEST) this.#pending.sent(env.message_id, to, next, link);
       this.#options.onSent?.(env, [to]);
     }
   }

@@ -250,6 +250,8 @@ export class PeerLink {
       taken.push(env);
     }
     this.#queue = kept;
+    // Producers waiting for room in this link's queue may go on.
+    if (taken.length > 0) this.#wakeOpened();
     return taken;
   }
 

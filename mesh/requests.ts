@@ -129,13 +129,13 @@ export class PendingRequests<Via = unknown> {
     this.#onOutcome = onOutcome;
   }
 
-  /** The request `id` went to `to` through `via` (again when it moved): where a cancel goes, and whose outcome it is. */
-  sent(id: string, to: string, via: Via): void {
+  /** The request `id` went to `to` through `via` (again when it moved off `from`): where a cancel goes, and whose outcome it is. */
+  sent(id: string, to: string, via: Via, from?: Via): void {
     const pending = this.#pending.get(id);
-    if (!pending) return;
+    if (!pending || (from !== undefined && pending.via !== from)) return;
     pending.to = to;
     pending.via = via;
-    if (this.#onOutcome) pending.sentAt ??= performance.now();
+    if (this.#onOutcome) pending.sentAt = performance.now();
   }
 
   /** Requests waiting. */

@@ -105,16 +105,30 @@ describe("MeshNode.notifyAway", () => {
     expect(t.outcomes).toEqual(["work#1"]);
   });
 
-  test("durable: they wait for the instance", async () => {
-    await using t = await threeNodes(true);
-    const answer = t.sender.request({ capability: "work" }, { n: 1 }, { timeoutMs: 10_000 }).catch((e) => e);
+  test("the registry said down before the connection broke: the break itself moves them", async () => {
+    await using t = await threeNodes(false);
+    const answer = t.sender.request({ capability: "work" }, { n: 1 }, { timeoutMs: 10_000 });
     await waitFor(() => t.handled.length === 1, "the request at work#0");
-    await t.crashed.close();
     t.registry.patch("work#0", { health: "down" });
-    t.sender.notifyAway("work#0");
-    await waitFor(() => t.sender.stats.queued === 1, "the request waiting for work#0");
+    t.sender.notifyAway("work#0"); // the connection is still open: nothing moves yet
     expect(t.handled).toHaveLength(1);
-    expect(t.sender.stats.pending).toBe(1);
-    void answer;
+    await t.crashed.close();
+    expect((await answer).payload).toEqual({ by: "work#1" });
   });
+
+  const waits: Array<[string, boolean, "starting" | "down"]> = [["starting (a live process)", false, "starting"], ["durable", true, "down"]];
+  for (const [what, durable, health] of waits) {
+    test(`${what}: they wait for the instance`, async () => {
+      await using t = await threeNodes(durable);
+      const answer = t.sender.request({ capability: "work" }, { n: 1 }, { timeoutMs: 10_000 }).catch((e) => e);
+      await waitFor(() => t.handled.length === 1, "the request at work#0");
+      await t.crashed.close();
+      t.registry.patch("work#0", { health });
+      t.sender.notifyAway("work#0");
+      await waitFor(() => t.sender.stats.queued === 1, "the request waiting for work#0");
+      expect(t.handled).toHaveLength(1);
+      expect(t.sender.stats.pending).toBe(1);
+      void answer;
+    });
+  }
 });
