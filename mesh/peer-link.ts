@@ -123,6 +123,11 @@ function positiveLimit(value: number | undefined, fallback: number, name: string
 /** Envelopes a link holds for a destination being dialled before producers are asked to wait. */
 const ROOM_WHILE_AWAY = 4096;
 
+/** Where a ramp after a break ends: from this many at once, all that waits goes (see PeerLink.#ramp). */
+const RAMP_OPEN = 64;
+/** How long a ramp's step waits for its acks before the next step goes anyway (a handler may run for minutes). */
+const RAMP_STEP_MS = 50;
+
 /** How a link finds and treats its destination. */
 export interface PeerLinkOptions {
   /** Destination address, for errors and logs. */
@@ -181,6 +186,20 @@ export class PeerLink {
   #closed = false;
   #opened: PromiseWithResolvers<void> | undefined;
   #lastError: HermesError | undefined;
+  /**
+   * After a break that left envelopes unacknowledged, the next connection gets what waits a few
+   * at a time: `#ramp` envelopes, then twice as many once all of those are acknowledged, until
+   * RAMP_OPEN (0: not ramping). Why: a break counts an attempt for every envelope on the
+   * connection, so a message that crashes its receiver every time (a poison message) took every
+   * envelope sent with it through its ten crashes, and all of them were dead-lettered with it.
+   * Ramping, the poison is soon alone on the connection: the others lose an attempt or two, and
+   * a restart costs a few round trips more. A step whose acks do not come within RAMP_STEP_MS
+   * (a long handler) does not hold up the next, so a slow poison still costs the others attempts.
+   * `#rampOutstanding`: sent in this step, not yet acknowledged.
+   */
+  #ramp = 0;
+  #rampOutstanding = 0;
+  #rampTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: PeerLinkOptions) {
     this.address = options.address;
@@ -207,11 +226,12 @@ export class PeerLink {
   send(env: Envelope, settles?: { connection: MeshLink; seq: number }): void {
     if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
     const connection = this.connection;
-    if (connection) {
+    if (connection && this.#ramp === 0) {
       connection.send(env);
     } else {
+      // While ramping it waits its turn behind what waited before it.
       this.#queue.push({ env, since: Date.now() });
-      this.#ensureDialing();
+      if (!connection) this.#ensureDialing();
     }
     settles?.connection.settle(settles.seq);
   }
@@ -270,14 +290,14 @@ export class PeerLink {
   get hasRoom(): boolean {
     if (this.#closed) return true;
     const connection = this.connection;
-    return connection ? connection.hasRoom : this.#queue.length < ROOM_WHILE_AWAY;
+    return connection && this.#ramp === 0 ? connection.hasRoom : this.#queue.length < ROOM_WHILE_AWAY;
   }
 
   /** Resolves at once while there is room; else when the destination has taken enough (or the link closed). */
   async whenRoom(): Promise<void> {
     while (!this.hasRoom) {
       const connection = this.connection;
-      if (connection) await connection.whenRoom();
+      if (connection && this.#ramp === 0) await connection.whenRoom();
       else await (this.#opened ??= Promise.withResolvers<void>()).promise;
     }
   }
@@ -287,6 +307,7 @@ export class PeerLink {
     this.#closed = true;
     this.#wakeOpened();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#stopRampTimer();
     // Let go of the connection first: its #onBroken must not move what it held into a closed
     // link's queue, where nothing would ever return or dead-letter it.
     const connection = this.#connection;
@@ -344,14 +365,25 @@ export class PeerLink {
     this.#failures = 0;
     this.#wakeOpened();
     connection.onEnvelope = this.#options.onEnvelope;
-    connection.onAcknowledged = this.#options.onAcknowledged;
+    connection.onAcknowledged = this.#ramp > 0 ? this.#rampAcknowledged : this.#options.onAcknowledged;
     connection.onUnsendable = this.#options.onUnsendable;
     connection.onDeadLetter = this.#options.onDeadLetter;
     connection.closed.then(() => this.#onBroken(connection));
-    const queue = this.#queue;
-    this.#queue = [];
+    if (this.#ramp === 0) this.#sendWaiting(connection, Infinity);
+    else this.#rampStep(connection);
+  }
+
+  /**
+   * Sends up to `max` of what waits, oldest first, with the wait taken off each ttl: one that ran
+   * out expires, one the connection refuses is answered for. Returns how many went.
+   */
+  #sendWaiting(connection: MeshLink, max: number): number {
+    const all = max >= this.#queue.length;
+    const batch = all ? this.#queue : this.#queue.slice(0, max);
+    this.#queue = all ? [] : this.#queue.slice(max);
     const now = Date.now();
-    for (const waiting of queue) {
+    let sent = 0;
+    for (const waiting of batch) {
       const env = takeWaitOff(waiting, now);
       if (env.ttl <= 0) {
         this.#options.onExpired(env);
@@ -360,10 +392,47 @@ export class PeerLink {
       delete env.seq;
       try {
         connection.send(env);
+        sent++;
       } catch (error) {
         this.#options.onUnsendable(env, HermesError.from(error));
       }
     }
+    return sent;
+  }
+
+  /** The connection's acks while ramping: the step's last one starts the next step. */
+  #rampAcknowledged = (env: Envelope): void => {
+    this.#options.onAcknowledged?.(env);
+    if (--this.#rampOutstanding === 0 && this.#connection?.isOpen) this.#rampUp(this.#connection);
+  };
+
+  /** Sends the ramp's current step (what goes out of it, the step's outstanding) and waits for its acks, or RAMP_STEP_MS. */
+  #rampStep(connection: MeshLink): void {
+    this.#rampOutstanding = this.#sendWaiting(connection, this.#ramp);
+    if (this.#rampOutstanding === 0) return this.#rampUp(connection);
+    this.#rampTimer = setTimeout(() => {
+      this.#rampTimer = undefined;
+      if (this.#connection === connection && connection.isOpen) this.#rampUp(connection);
+    }, RAMP_STEP_MS);
+  }
+
+  /** The next step, twice the size; from RAMP_OPEN (or with nothing left) the ramp ends and everything goes. */
+  #rampUp(connection: MeshLink): void {
+    this.#stopRampTimer();
+    this.#ramp *= 2;
+    if (this.#ramp >= RAMP_OPEN || this.#queue.length === 0) {
+      this.#ramp = 0;
+      connection.onAcknowledged = this.#options.onAcknowledged;
+      this.#sendWaiting(connection, Infinity);
+    } else {
+      this.#rampStep(connection);
+    }
+    this.#wakeOpened();
+  }
+
+  #stopRampTimer(): void {
+    clearTimeout(this.#rampTimer);
+    this.#rampTimer = undefined;
   }
 
   #onBroken(connection: MeshLink): void {
@@ -385,6 +454,9 @@ export class PeerLink {
       }
     }
     this.#queue = [...redeliver, ...this.#queue];
+    this.#ramp = redeliver.length > 0 ? 1 : 0;
+    this.#rampOutstanding = 0;
+    this.#stopRampTimer();
     if (this.#queue.length === 0 || this.#closed) return;
     this.#options.onBroken?.();
     this.#scheduleRetry();

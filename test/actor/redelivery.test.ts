@@ -45,4 +45,15 @@ describe("redelivery", () => {
     const fine = await client.request("crasher", {}, { timeoutMs: 10_000 });
     expect(fine.payload.pid).toBe(t.pid("crasher"));
   }, 60_000);
+
+  test("a poison message does not take the messages sent with it: after a crash the link ramps up, so it alone runs out of attempts", async () => {
+    await using t = await startTestMesh(MESH);
+    const client = await t.client();
+    const poison = client.request("crasher", { op: "die" }, { timeoutMs: 60_000 }).catch((e) => e);
+    // Sent with it, in the same window: every crash broke their connection too.
+    const others = await Promise.all(Array.from({ length: 200 }, (_, i) => client.request("crasher", { i }, { timeoutMs: 60_000 }).then(() => "answered", (e) => e)));
+    expect(others.filter((answer) => answer !== "answered")).toEqual([]);
+    expect((await poison).code).toBe(ErrorCode.UNAVAILABLE);
+    expect(client.deadLetters().map((letter) => letter.envelope.payload)).toEqual([{ op: "die" }]);
+  }, 60_000);
 });
