@@ -93,10 +93,9 @@ export class MeshNode {
   #dedupe: DedupeStore;
   /** Redeliveries that arrived while the first delivery was still being handled: acked with it. */
   #duplicates = new Map<string, Array<{ connection: MeshLink; seq: number }>>();
+  // Through the link, not its connection: a link ramping up after a break keeps its order.
   #replies = new ReplyPaths((to, reply) => {
-    const link = this.#links.get(to);
-    if (link?.connection) link.connection.send(reply);
-    else if (this.#options.routes.byAddress(to)) this.#link(to).send(reply);
+    if (this.#links.get(to)?.connection || this.#options.routes.byAddress(to)) this.#link(to).send(reply);
   });
   #deadLetters: DeadLetters;
   /** Envelopes moved off an instance that went away, each to where it was sent first (#moveOff). */

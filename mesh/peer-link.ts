@@ -188,17 +188,17 @@ export class PeerLink {
   #lastError: HermesError | undefined;
   /**
    * After a break that left envelopes unacknowledged, the next connection gets what waits a few
-   * at a time: `#ramp` envelopes, then twice as many once all of those are acknowledged, until
-   * RAMP_OPEN (0: not ramping). Why: a break counts an attempt for every envelope on the
+   * at a time: `#ramp` envelopes (the step, `#rampStep`), then twice as many once all of those
+   * are acknowledged, until RAMP_OPEN (0: not ramping). Why: a break counts an attempt for every envelope on the
    * connection, so a message that crashes its receiver every time (a poison message) took every
    * envelope sent with it through its ten crashes, and all of them were dead-lettered with it.
    * Ramping, the poison is soon alone on the connection: the others lose an attempt or two, and
    * a restart costs a few round trips more. A step whose acks do not come within RAMP_STEP_MS
-   * (a long handler) does not hold up the next, so a slow poison still costs the others attempts.
-   * `#rampOutstanding`: sent in this step, not yet acknowledged.
+   * (a long handler) is followed by another of the same size, so nothing stalls behind it; a
+   * poison slower than that still takes the envelopes sent in the meantime with it.
    */
   #ramp = 0;
-  #rampOutstanding = 0;
+  #rampStep = new Set<Envelope>();
   #rampTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: PeerLinkOptions) {
@@ -285,7 +285,8 @@ export class PeerLink {
 
   /**
    * True while a producer may go on sending: the connection has room, or, while the
-   * destination is being dialled, fewer than ROOM_WHILE_AWAY envelopes wait for it.
+   * destination is being dialled or the link ramps up after a break, fewer than ROOM_WHILE_AWAY
+   * envelopes wait for it.
    */
   get hasRoom(): boolean {
     if (this.#closed) return true;
@@ -370,21 +371,21 @@ export class PeerLink {
     connection.onDeadLetter = this.#options.onDeadLetter;
     connection.closed.then(() => this.#onBroken(connection));
     if (this.#ramp === 0) this.#sendWaiting(connection, Infinity);
-    else this.#rampStep(connection);
+    else this.#rampUp(connection, 1);
   }
 
   /**
    * Sends up to `max` of what waits, oldest first, with the wait taken off each ttl: one that ran
-   * out expires, one the connection refuses is answered for. Returns how many went.
+   * out expires, one the connection refuses is answered for (neither counts). Returns how many
+   * went, each added to `sent` when given.
    */
-  #sendWaiting(connection: MeshLink, max: number): number {
-    const all = max >= this.#queue.length;
-    const batch = all ? this.#queue : this.#queue.slice(0, max);
-    this.#queue = all ? [] : this.#queue.slice(max);
+  #sendWaiting(connection: MeshLink, max: number, sent?: Set<Envelope>): number {
+    const queue = this.#queue;
     const now = Date.now();
-    let sent = 0;
-    for (const waiting of batch) {
-      const env = takeWaitOff(waiting, now);
+    let count = 0;
+    let taken = 0;
+    while (count < max && taken < queue.length) {
+      const env = takeWaitOff(queue[taken++]!, now);
       if (env.ttl <= 0) {
         this.#options.onExpired(env);
         continue;
@@ -392,40 +393,40 @@ export class PeerLink {
       delete env.seq;
       try {
         connection.send(env);
-        sent++;
+        count++;
+        sent?.add(env);
       } catch (error) {
         this.#options.onUnsendable(env, HermesError.from(error));
       }
     }
-    return sent;
+    this.#queue = taken === queue.length ? [] : queue.slice(taken);
+    return count;
   }
 
-  /** The connection's acks while ramping: the step's last one starts the next step. */
+  /** The connection's acks while ramping: once the current step's are all in, the next, twice the size. */
   #rampAcknowledged = (env: Envelope): void => {
     this.#options.onAcknowledged?.(env);
-    if (--this.#rampOutstanding === 0 && this.#connection?.isOpen) this.#rampUp(this.#connection);
+    if (this.#rampStep.delete(env) && this.#rampStep.size === 0 && this.#connection?.isOpen) this.#rampUp(this.#connection, 2);
   };
 
-  /** Sends the ramp's current step (what goes out of it, the step's outstanding) and waits for its acks, or RAMP_STEP_MS. */
-  #rampStep(connection: MeshLink): void {
-    this.#rampOutstanding = this.#sendWaiting(connection, this.#ramp);
-    if (this.#rampOutstanding === 0) return this.#rampUp(connection);
-    this.#rampTimer = setTimeout(() => {
-      this.#rampTimer = undefined;
-      if (this.#connection === connection && connection.isOpen) this.#rampUp(connection);
-    }, RAMP_STEP_MS);
-  }
-
-  /** The next step, twice the size; from RAMP_OPEN (or with nothing left) the ramp ends and everything goes. */
-  #rampUp(connection: MeshLink): void {
+  /**
+   * The next step of the ramp, `growth` times the size of the last: from RAMP_OPEN, or with
+   * nothing left to send, the ramp ends and everything goes. A step whose acks do not all come
+   * within RAMP_STEP_MS (a long handler, and acks are cumulative) is followed by one of the same size.
+   */
+  #rampUp(connection: MeshLink, growth: number): void {
     this.#stopRampTimer();
-    this.#ramp *= 2;
-    if (this.#ramp >= RAMP_OPEN || this.#queue.length === 0) {
+    this.#ramp *= growth;
+    this.#rampStep = new Set();
+    if (this.#ramp >= RAMP_OPEN || this.#sendWaiting(connection, this.#ramp, this.#rampStep) === 0) {
       this.#ramp = 0;
       connection.onAcknowledged = this.#options.onAcknowledged;
       this.#sendWaiting(connection, Infinity);
     } else {
-      this.#rampStep(connection);
+      this.#rampTimer = setTimeout(() => {
+        this.#rampTimer = undefined;
+        if (this.#connection === connection && connection.isOpen) this.#rampUp(connection, 1);
+      }, RAMP_STEP_MS);
     }
     this.#wakeOpened();
   }
@@ -455,7 +456,7 @@ export class PeerLink {
     }
     this.#queue = [...redeliver, ...this.#queue];
     this.#ramp = redeliver.length > 0 ? 1 : 0;
-    this.#rampOutstanding = 0;
+    this.#rampStep = new Set();
     this.#stopRampTimer();
     if (this.#queue.length === 0 || this.#closed) return;
     this.#options.onBroken?.();
