@@ -153,8 +153,12 @@ export class Inbox {
     [this.#messages, this.#held] = [undefined, []];
     clearInterval(this.#sweep);
     this.#sweep = undefined;
-    // Handed back at once for the member's next life rather than after ack_wait.
-    for (const { msg } of this.#unsettled.values()) msg.nak();
+    // Handed back at once for the member's next life rather than after ack_wait; but not a last
+    // delivery: its nak would end it now, when the server's max-deliveries advisory would reach
+    // only this closing process, and it would stay in the stream, never delivered nor dead-lettered.
+    // Left to its ack_wait, it is dead-lettered by the process that pulls next.
+    const last = this.#transport.options.maxDeliver;
+    for (const { msg } of this.#unsettled.values()) if (msg.info.deliveryCount < last) msg.nak();
     this.#unsettled.clear();
     await messages?.then((m) => m.close(), () => {});
   }

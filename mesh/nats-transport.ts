@@ -32,6 +32,8 @@ export interface NatsTransportOptions {
   ackWaitMs?: number;
   /** Deliveries of one message before it is dead-lettered (docs/protocol.md §4 `max_attempts`). Default 10. */
   maxDeliver?: number;
+  /** Dead letters kept per member on `hermes.<mesh>.dead.<address>`, newest: older ones are purged as new ones come. Default 1,000. */
+  deadLettersKept?: number;
   /** Replicas of the stream: 3 in a cluster. Default 1. */
   replicas?: number;
   /** How long a publish waits for its PubAck before its link gives up (code 10). Default 5 s. */
@@ -138,7 +140,7 @@ class NatsTransport implements NatsMeshTransport {
   readonly name = "nats";
   readonly maxPayload: number;
   readonly stream: string;
-  readonly options: Required<Pick<NatsTransportOptions, "ackWaitMs" | "maxDeliver" | "publishTimeoutMs">> & NatsTransportOptions;
+  readonly options: Required<Pick<NatsTransportOptions, "ackWaitMs" | "maxDeliver" | "publishTimeoutMs" | "deadLettersKept">> & NatsTransportOptions;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   /** Plain msgpack: the records codec keeps state per connection, which a broker does not have. */
@@ -155,7 +157,7 @@ class NatsTransport implements NatsMeshTransport {
   constructor(nc: NatsConnection, jsm: JetStreamManager, options: NatsTransportOptions) {
     [this.#nc, this.jsm, this.js] = [nc, jsm, jetstream(nc)];
     // 3 s: live holders extend it, so it is how long a killed member's messages wait for its next life.
-    this.options = { ackWaitMs: 3_000, maxDeliver: 10, publishTimeoutMs: 5000, ...options };
+    this.options = { ackWaitMs: 3_000, maxDeliver: 10, publishTimeoutMs: 5000, deadLettersKept: 1000, ...options };
     this.maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.stream = `HERMES_${addressToken(options.mesh)}`;
     this.#prefix = `hermes.${addressToken(options.mesh)}`;
@@ -297,8 +299,9 @@ class NatsTransport implements NatsMeshTransport {
 
   /**
    * A message of one of our inboxes reached max_deliver (said only while someone pulls: to the
-   * member's next life). It moves to `hermes.<mesh>.dead.<address>` for an operator; a request's
-   * sender gets code 10 marked as a dead letter, which its link hands to onDeadLetter.
+   * member's next life). It moves to `hermes.<mesh>.dead.<address>` for an operator, which keeps
+   * the newest `deadLettersKept` (a work queue nobody reads would otherwise grow without bound);
+   * a request's sender gets code 10 marked as a dead letter, which its link hands to onDeadLetter.
    */
   async #deadLetter(advisory: { consumer: string; stream_seq: number; deliveries: number }): Promise<void> {
     const inbox = await this.#inboxes.get(advisory.consumer);
@@ -307,7 +310,9 @@ class NatsTransport implements NatsMeshTransport {
     const error = new HermesError(ErrorCode.UNAVAILABLE, `gave up after ${advisory.deliveries} delivery attempts to ${inbox.address}`, { retry_after_ms: 1000, deliveries: advisory.deliveries });
     const id = `dead-${this.stream}-${advisory.stream_seq}`;
     // Every member serving a shared queue hears its advisory: the ids make the dead letter and the notice one each.
-    await this.publish(`${this.#prefix}.dead.${inbox.durable}`, stored.data, id, ["Hermes-Dead-Reason", error.message]);
+    const dead = `${this.#prefix}.dead.${inbox.durable}`;
+    await this.publish(dead, stored.data, id, ["Hermes-Dead-Reason", error.message]);
+    await this.jsm.streams.purge(this.stream, { filter: dead, keep: this.options.deadLettersKept }).catch(() => {});
     await this.jsm.streams.deleteMessage(this.stream, advisory.stream_seq).catch(() => {});
     const env = this.decode(stored.data);
     if (!isValidEnvelope(env) || env.message_type !== MessageType.REQUEST) return;

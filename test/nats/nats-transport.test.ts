@@ -229,6 +229,27 @@ describe("NATS transport", () => {
     await sink.close();
   });
 
+  test("dead letters on the broker: a last delivery left by a closing member is dead-lettered by its next life; its dead subject keeps the newest deadLettersKept", async () => {
+    const mesh = "deadkept";
+    const options = { maxDeliver: 1, ackWaitMs: 300, deadLettersKept: 2 };
+    const got: Envelope[] = [];
+    const first = await open(mesh, "r", options);
+    await first.listen("nats:r", { node: "r", onLink: (link) => (link.onEnvelope = (env) => void got.push(env)) });
+    const client = await MeshNode.start({ address: "client", transport: await open(mesh, "client", options), routes: routesTo("r", "nats:r"), pick: (c) => c[0] });
+    for (let i = 0; i < 3; i++) client.emit({ target_agent: "r" }, { i });
+    await waitFor(() => got.length === 3, "three events at r, none settled");
+    // r goes without settling them, each on its last delivery (max_deliver 1): its close leaves them
+    // to ack_wait (a nak would end them where only the closing process hears of it); its next
+    // life pulls, and the server gives up on each.
+    await first.close();
+    const second = await open(mesh, "r", options);
+    await second.listen("nats:r", { node: "r", onLink: (link) => (link.onEnvelope = () => {}) });
+    const count = async (subject: string) => Object.values((await jsm.streams.info("HERMES_deadkept", { subjects_filter: subject })).state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+    await waitFor(async () => (await count("hermes.deadkept.to.>")) === 0, "all three given up on and moved", 15_000);
+    expect(await count("hermes.deadkept.dead.r")).toBe(2);
+    await client.close();
+  });
+
   test("a delivery a live process holds longer than ack_wait is extended (working), not redelivered", async () => {
     const mesh = "slow";
     // Wide enough that a loaded machine's timers do not miss a sweep (they run every third of it).
