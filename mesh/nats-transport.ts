@@ -110,6 +110,10 @@ async function openConnection(options: NatsTransportOptions): Promise<NatsConnec
  * const node = await MeshNode.start({ address: "echo", socketPath: "nats:echo", transport, routes, pick, onRequest });
  */
 export async function natsTransport(options: NatsTransportOptions): Promise<NatsMeshTransport> {
+  const kept = options.deadLettersKept;
+  if (kept !== undefined && !(Number.isSafeInteger(kept) && kept >= 0)) {
+    throw new HermesError(ErrorCode.INVALID_REQUEST, `deadLettersKept must be a whole number of 0 or more, not ${String(kept)}`, { reason: "deadLettersKept", expected: "an integer >= 0" });
+  }
   const nc = await openConnection(options);
   try {
     const transport = new NatsTransport(nc, await jetstreamManager(nc), options);

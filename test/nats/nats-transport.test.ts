@@ -248,6 +248,8 @@ describe("NATS transport", () => {
     await waitFor(async () => (await count("hermes.deadkept.to.>")) === 0, "all three given up on and moved", 15_000);
     expect(await count("hermes.deadkept.dead.r")).toBe(2);
     await client.close();
+    // A limit that is not a count is refused before anything connects.
+    expect(codeOf(await open(mesh, "bad", { deadLettersKept: -1 }).catch((e) => e))).toBe(ErrorCode.INVALID_REQUEST);
   });
 
   test("a delivery a live process holds longer than ack_wait is extended (working), not redelivered", async () => {
