@@ -50,6 +50,8 @@ export interface NatsMeshTransport extends MeshTransport {
   serveCapabilities(capabilities: readonly string[]): void;
 }
 
+/** How long a process that does not read an inbox waits before it dead-letters that inbox's message itself (#deadLetter). */
+const OTHERS_DEAD_LETTER_AFTER_MS = 1000;
 /** Credit a listener offers when it names none: as the socket transport's hello. */
 const DEFAULT_WINDOW = 4096;
 /** Publishes awaiting their PubAck per link: pipelined (an await each is ~8x slower), but bounded. */
@@ -302,25 +304,32 @@ class NatsTransport implements NatsMeshTransport {
   }
 
   /**
-   * A message of one of our inboxes reached max_deliver (said only while someone pulls: to the
-   * member's next life). It moves to `hermes.<mesh>.dead.<address>` for an operator, which keeps
-   * the newest `deadLettersKept` (a work queue nobody reads would otherwise grow without bound);
-   * a request's sender gets code 10 marked as a dead letter, which its link hands to onDeadLetter.
+   * A message of one of the mesh's inboxes reached max_deliver (a server before 2.10.22 says so
+   * when someone pulls, a later one when its ack_wait ends, whoever listens). It moves to
+   * `hermes.<mesh>.dead.<durable>` for an operator, which keeps the newest `deadLettersKept` (a
+   * work queue nobody reads would otherwise grow without bound); a request's sender gets code 10
+   * marked as a dead letter, which its link hands to onDeadLetter. The process reading that inbox
+   * does it at once; every other process of the mesh a second later if the message is still there,
+   * so that one is left even when the inbox's own process has gone.
    */
   async #deadLetter(advisory: { consumer: string; stream_seq: number; deliveries: number }): Promise<void> {
-    const inbox = await this.#inboxes.get(advisory.consumer);
-    const stored = inbox && (await this.jsm.streams.getMessage(this.stream, { seq: advisory.stream_seq }));
-    if (!inbox || !stored) return;
-    const error = new HermesError(ErrorCode.UNAVAILABLE, `gave up after ${advisory.deliveries} delivery attempts to ${inbox.address}`, { retry_after_ms: 1000, deliveries: advisory.deliveries });
+    const inbox = await this.#inboxes.get(advisory.consumer)?.catch(() => undefined);
+    if (!inbox) await new Promise((resolve) => setTimeout(resolve, OTHERS_DEAD_LETTER_AFTER_MS));
+    const durable = advisory.consumer;
+    const address = inbox?.address ?? (durable.startsWith("=cap=") ? `capability:${tokenAddress(durable.slice(5))}` : tokenAddress(durable));
+    // Gone: the inbox's own process (or another) moved it already.
+    const stored = await this.jsm.streams.getMessage(this.stream, { seq: advisory.stream_seq }).catch(() => undefined);
+    if (!stored) return;
+    const error = new HermesError(ErrorCode.UNAVAILABLE, `gave up after ${advisory.deliveries} delivery attempts to ${address}`, { retry_after_ms: 1000, deliveries: advisory.deliveries });
     const id = `dead-${this.stream}-${advisory.stream_seq}`;
     // Every member serving a shared queue hears its advisory: the ids make the dead letter and the notice one each.
-    const dead = `${this.#prefix}.dead.${inbox.durable}`;
+    const dead = `${this.#prefix}.dead.${durable}`;
     await this.publish(dead, stored.data, id, ["Hermes-Dead-Reason", error.message]);
     await this.jsm.streams.purge(this.stream, { filter: dead, keep: this.options.deadLettersKept }).catch(() => {});
     await this.jsm.streams.deleteMessage(this.stream, advisory.stream_seq).catch(() => {});
     const env = this.decode(stored.data);
     if (!isValidEnvelope(env) || env.message_type !== MessageType.REQUEST) return;
-    const notice = createErrorReply(env, inbox.address, error);
+    const notice = createErrorReply(env, address, error);
     await this.publish(this.subjectOf(notice.target_agent!), this.encode(notice), `${id}-notice`, [DEAD_LETTER_HEADER, "max_deliver"]);
   }
 }
