@@ -295,10 +295,6 @@ export class MeshNode {
       return true;
     });
     for (const env of taken) {
-      if (env.ttl <= 0) {
-        this.#expired(env);
-        continue;
-      }
       const to = destinations.get(env)!;
       this.#movedFrom.set(env, address);
       const next = this.#link(to);

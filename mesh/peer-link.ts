@@ -250,7 +250,8 @@ export class PeerLink {
   /**
    * Takes out of the link what waits for the destination (not what is on an open connection)
    * and `wanted` chooses, oldest first, each with its wait taken off its ttl and ready to be sent
-   * anew: how a node moves envelopes off an instance that crashed to a healthy sibling.
+   * anew (one whose ttl ran out meanwhile expires instead, as when it is sent): how a node moves
+   * envelopes off an instance that crashed to a healthy sibling.
    *
    * @example
    * for (const env of link.takeBack((env) => env.capability !== undefined)) otherLink.send(env);
@@ -265,9 +266,8 @@ export class PeerLink {
         kept.push(waiting);
         continue;
       }
-      const env = takeWaitOff(waiting, now);
-      delete env.seq;
-      taken.push(env);
+      const env = this.#readyAgain(waiting, now);
+      if (env) taken.push(env);
     }
     this.#queue = kept;
     // Producers waiting for room in this link's queue may go on.
@@ -385,12 +385,8 @@ export class PeerLink {
     let count = 0;
     let taken = 0;
     while (count < max && taken < queue.length) {
-      const env = takeWaitOff(queue[taken++]!, now);
-      if (env.ttl <= 0) {
-        this.#options.onExpired(env);
-        continue;
-      }
-      delete env.seq;
+      const env = this.#readyAgain(queue[taken++]!, now);
+      if (!env) continue;
       try {
         connection.send(env);
         count++;
@@ -401,6 +397,17 @@ export class PeerLink {
     }
     this.#queue = taken === queue.length ? [] : queue.slice(taken);
     return count;
+  }
+
+  /** A waiting envelope with its wait taken off its ttl and no seq, to go out anew; undefined (expired) when no ttl is left. */
+  #readyAgain(waiting: Waiting, now: number): Envelope | undefined {
+    const env = takeWaitOff(waiting, now);
+    if (env.ttl <= 0) {
+      this.#options.onExpired(env);
+      return undefined;
+    }
+    delete env.seq;
+    return env;
   }
 
   /** The connection's acks while ramping: once the current step's are all in, the next, twice the size. */
