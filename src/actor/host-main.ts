@@ -6,16 +6,20 @@
  * HERMES_ACTOR_DURABLE=1 turns on durable mode.
  *
  * `bun src/actor/host-main.ts --standby [--dir D] [preload...]` is a standby host
- * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, runs the
- * start's code through once (src/actor/rehearsal.ts), opens its control connection to the mesh
- * in D ahead (mesh/control-client.ts, predialControl), then waits for one line on stdin, a StandbyAssignment with those arguments and the environment's
- * changes, and runs as if started with them. It exits when stdin ends first (the supervisor
+ * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, opens its
+ * control connection to the mesh in D ahead (mesh/control-client.ts, predialControl) and waits
+ * for one line on stdin, a StandbyAssignment with those arguments and the environment's changes,
+ * and runs as if started with them. One still waiting after REHEARSE_AFTER_MS runs the start's
+ * code through once meanwhile (src/actor/rehearsal.ts). It exits when stdin ends first (the supervisor
  * went away).
  */
 import { runActorHost, STANDBY_FLAG, type StandbyAssignment } from "./actor-host.ts";
 import { formatBuildErrors } from "./build-errors.ts";
 import { predialControl } from "../../mesh/control-client.ts";
 import { rehearse } from "./rehearsal.ts";
+
+/** How long a standby waits for its assignment before it rehearses: a tree's next child comes sooner. */
+const REHEARSE_AFTER_MS = 250;
 
 const OPTIONS = ["module", "name", "instance", "pool", "dir", "concurrency", "window", "shutdown-ms"] as const;
 type Option = (typeof OPTIONS)[number];
@@ -84,19 +88,23 @@ async function standby(args: readonly string[]): Promise<void> {
   const preload = dir === undefined ? args : args.slice(2);
   // As an actor does: a Ctrl-C reaches the whole process group, and the supervisor stops the mesh.
   process.on("SIGINT", () => {});
-  // A standby has time now for what its start would otherwise load then: node:crypto (trace
-  // ids of the first request), which the bundle defers (src/supervisor/actor-host-bundle.ts),
-  // and the preloads, which also warm the loader for TypeScript sources.
-  await import("node:crypto");
+  // The preloads, which the start would import anyway, also warm the loader for TypeScript sources.
   for (const module of preload) await import(module).catch(() => {});
   let assigned = false;
   // An unreadable stdin is as good as an ended one: there is no assignment to wait for.
   const assignment = firstLine(Bun.stdin.stream()).catch(() => undefined).finally(() => (assigned = true));
-  // The start's path run through once, so that the assigned start is not its code's first run;
-  // cut short when the assignment comes meanwhile.
-  await rehearse(() => assigned);
   // The dial and hello of a start, done now: the assigned actor registers over this connection.
-  if (dir !== undefined && !assigned) void predialControl(dir, process.env.HERMES_MESH_TOKEN || undefined);
+  if (dir !== undefined) void predialControl(dir, process.env.HERMES_MESH_TOKEN || undefined);
+  // A spare that waits (one kept for restarts) has time for what the start would otherwise do
+  // then: node:crypto (trace ids of the first request), which the bundle defers
+  // (src/supervisor/actor-host-bundle.ts), and the start's path run through once, so that the
+  // assigned start is not its code's first run (cut short when the assignment comes). One handed
+  // its start at once (the next child as a tree starts) does neither: on two cores that CPU is
+  // what the starts before it need.
+  if (!(await assignedWithin(assignment, REHEARSE_AFTER_MS))) {
+    await import("node:crypto");
+    await rehearse(() => assigned);
+  }
   const line = await assignment;
   if (line === undefined) process.exit(0);
   const assignedAt = performance.now();
@@ -107,6 +115,17 @@ async function standby(args: readonly string[]): Promise<void> {
   }
   process.argv.splice(2, Infinity, ...argv);
   await main(argv, assignedAt);
+}
+
+/** Whether `assignment` settles within `ms`. */
+async function assignedWithin(assignment: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([assignment.then(() => true), waited]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The first line of `stream` (without its newline), or undefined if it ends before one. */

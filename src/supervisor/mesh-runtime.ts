@@ -180,6 +180,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     if (supervisorLog && event.type !== "restarting") supervisorLog.write({ ...event, event: event.type === "started" && event.restarts > 0 ? "restart" : event.type });
     options.onEvent?.(event);
   };
+  const firstStartsLeft = { count: 0 };
   const build = (spec: SupervisorSpec | MeshFile["supervisor"], id: string) => ({
     id,
     strategy: spec.strategy,
@@ -188,7 +189,7 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     backoff: { initialMs: spec.backoff.initial_ms, maxMs: spec.backoff.max_ms, jitter: spec.backoff.jitter },
     children: spec.children.flatMap((child): SupervisedChild[] =>
       isActorSpec(child)
-        ? instancesOf(child, { dir, name, registry, control, spawned, pending, standby, options, hostEntry, ...members, hidden: actorHidden })
+        ? instancesOf(child, { dir, name, registry, control, spawned, pending, standby, firstStartsLeft, options, hostEntry, ...members, hidden: actorHidden })
         : [supervisorChild({ ...build(child, child.supervisor), onEvent })],
     ),
   });
@@ -224,9 +225,11 @@ export async function startMesh(meshFile: MeshFile, options: StartMeshOptions): 
     removeRunFiles(dir);
     throw error;
   }
-  // The spare is for restarts: made once the tree is up, and again a little after each restart
-  // that took it. (A spare booting beside each child as the tree starts only slowed it down: on
-  // two cores both compete, and spawning blocks this process for a few ms each time.)
+  // As the tree starts, each Bun actor's first start that has another after it prepares the
+  // spare the next one takes: that host's Bun start-up and code load run beside this start
+  // (a 50-actor start about 0.8x as long on two cores), and a spare handed its start at once skips
+  // the rehearsal (host-main.ts). Once the tree is up the spare is for restarts: made a little
+  // after each restart that took it, and here if the tree's last start left none.
   if (standby) setTimeout(() => standby.prepare(), STANDBY_AFTER_RESTART_MS);
   let stopping: Promise<void> | undefined;
   return {
@@ -254,6 +257,8 @@ function instancesOf(
   ctx: {
     dir: string; name: string; registry: SupervisorRegistry; control: ControlServer; spawned: Map<string, ChildHandle>; pending: Map<string, PendingStart>;
     standby: StandbyHost | undefined;
+    /** Bun actor instances of the tree whose first start has not spawned yet. */
+    firstStartsLeft: { count: number };
     token: string | undefined; options: StartMeshOptions; hostEntry: string; events: boolean; scheduler: string; hidden: string[];
     nats: MeshNatsSettings | undefined; socketGroup: number | undefined;
   },
@@ -263,6 +268,7 @@ function instancesOf(
   for (let instance = spec.pool; instance < poolSize(spec); instance++) {
     ctx.registry.upsert({ ...registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats), health: "down", external: true });
   }
+  if (spec.runtime !== "deno" && ctx.standby) ctx.firstStartsLeft.count += spec.pool;
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, poolSize(spec));
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats));
@@ -312,9 +318,16 @@ function instancesOf(
       spawn: (command, options) => {
         const handed = standby.take(command, options);
         if (handed) ctx.pending.get(address)!.standby = true;
+        // As the tree starts, the next child's host loads while this one starts (see startMesh);
+        // spawned after this start's own steps, since a spawn blocks this process for a few ms.
+        if (starts === 0 && !firstSpawned) {
+          firstSpawned = true;
+          if (--ctx.firstStartsLeft.count > 0) setImmediate(() => standby.prepare());
+        }
         return handed;
       },
     });
+    let firstSpawned = false;
     /** One attempt: the start's record is kept for its timings, and for telling what failed. */
     const attempt = async (how: () => Promise<ChildHandle>, start: PendingStart): Promise<ChildHandle> => {
       ctx.pending.set(address, start);

@@ -1,9 +1,10 @@
 /**
  * A standby actor host: a Bun process started ahead of need, with the actor host's code loaded,
  * that waits on its stdin for which actor to become. A start handed to it skips Bun's own
- * start-up and the host's load, most of a restart's time (docs/actors.md, "Restarts"). A mesh
- * keeps one from the moment its tree is up, for the next restart (mesh-runtime.ts). Bun only
- * (a Bun.spawn'd Bun host): a supervisor on Deno keeps none.
+ * start-up and the host's load, most of a restart's time (docs/actors.md, "Restarts"). As a
+ * tree starts, each Bun actor's start prepares the spare the next one takes; once the tree is
+ * up, the mesh keeps one for the next restart (mesh-runtime.ts). Bun only (a Bun.spawn'd Bun
+ * host): a supervisor on Deno keeps none.
  */
 import type { Logger } from "../../mesh/logger.ts";
 import { STANDBY_FLAG, type StandbyAssignment } from "../actor/actor-host.ts";

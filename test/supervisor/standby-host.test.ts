@@ -1,10 +1,10 @@
 /**
  * The standby actor host: a restart handed to it runs as the actor, with the actor's own
  * environment and arguments; a start that changes a variable read at process start is spawned
- * fresh; and no spare outlives its mesh or its supervisor.
+ * fresh; a spare rehearses only while it waits; and no spare outlives its mesh or its supervisor.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STANDBY_FLAG } from "../../src/actor/actor-host.ts";
@@ -222,6 +222,30 @@ supervisor:
     standby.close();
     await waitFor(() => !spares().includes(spare), "the spare gone by itself", 10_000);
     expect(rehearsalDirs(own.path)).toEqual([]);
+  }, 30_000);
+
+  test("a spare handed its start at once does not rehearse (a tree's next child)", async () => {
+    using own = tempDir("hm-standby-tmp-");
+    const created: string[] = [];
+    // Every entry made in its temporary directory, the rehearsal's private one included, however briefly it lives.
+    const watcher = watch(own.path, (_kind, name) => {
+      if (name) created.push(String(name));
+    });
+    try {
+      const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/", TMPDIR: own.path };
+      const standby = new StandbyHost([BUN, HOST], env, silent);
+      standby.prepare();
+      // Without --module the host refuses to run: the spare took the assignment and exits with 2.
+      const taken = standby.take([BUN, HOST], { env: { ...env, HM_TEST: "1" } });
+      expect(await taken!.exited).toBe(2);
+      standby.close();
+      // The watcher has seen all that came before once it sees a file made after the exit.
+      writeFileSync(join(own.path, "after-exit"), "");
+      await waitFor(() => created.includes("after-exit"), "the watcher caught up");
+      expect(created.filter((name) => name.startsWith("hermes-standby-"))).toEqual([]);
+    } finally {
+      watcher.close();
+    }
   }, 30_000);
 
   test("a spare exits when its supervisor's pipe closes before any assignment", async () => {
