@@ -9,8 +9,8 @@
  * (src/supervisor/standby-host.ts): it loads all of the above and the preload modules, opens its
  * control connection to the mesh in D ahead (mesh/control-client.ts, predialControl) and waits
  * for one line on stdin, a StandbyAssignment with those arguments and the environment's changes,
- * and runs as if started with them. One still waiting after REHEARSE_AFTER_MS runs the start's
- * code through once meanwhile (src/actor/rehearsal.ts). It exits when stdin ends first (the supervisor
+ * and runs as if started with them. One still waiting after REHEARSE_AFTER_MS loads node:crypto
+ * and runs the start's code through once meanwhile (src/actor/rehearsal.ts). It exits when stdin ends first (the supervisor
  * went away).
  */
 import { runActorHost, STANDBY_FLAG, type StandbyAssignment } from "./actor-host.ts";
@@ -103,7 +103,7 @@ async function standby(args: readonly string[]): Promise<void> {
   // what the starts before it need.
   if (!(await assignedWithin(assignment, REHEARSE_AFTER_MS))) {
     await import("node:crypto");
-    await rehearse(() => assigned);
+    if (!assigned) await rehearse(() => assigned);
   }
   const line = await assignment;
   if (line === undefined) process.exit(0);

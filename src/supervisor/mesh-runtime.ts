@@ -17,7 +17,7 @@ import { requireBun } from "./bun-runtime.ts";
 import { THIS_RUNTIME } from "./runtime-binary.ts";
 import { denoHostCommand, requireDeno } from "./deno-runtime.ts";
 import { environment, processChild, type ProcessChildOptions } from "./process-child.ts";
-import { StandbyHost } from "./standby-host.ts";
+import { setsStartUpVariable, StandbyHost } from "./standby-host.ts";
 import { SupervisorRegistry } from "./supervisor-registry.ts";
 import type { SupervisorEvent } from "./supervisor-events.ts";
 import { supervisorChild } from "./supervisor-child.ts";
@@ -268,7 +268,9 @@ function instancesOf(
   for (let instance = spec.pool; instance < poolSize(spec); instance++) {
     ctx.registry.upsert({ ...registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats), health: "down", external: true });
   }
-  if (spec.runtime !== "deno" && ctx.standby) ctx.firstStartsLeft.count += spec.pool;
+  // Only instances a spare can become count: a spare left waiting would rehearse beside the starts.
+  const takesSpare = spec.runtime !== "deno" && ctx.standby !== undefined && !setsStartUpVariable(spec.env ?? {});
+  if (takesSpare) ctx.firstStartsLeft.count += spec.pool;
   return Array.from({ length: spec.pool }, (_, instance) => {
     const address = actorAddress(spec.actor, instance, poolSize(spec));
     ctx.registry.upsert(registryEntry(spec, instance, ctx.dir, ctx.name, ctx.nats));
@@ -305,7 +307,7 @@ function instancesOf(
     // their "healthy" (supervisor-registry.ts), so that nothing is left to announce after it.
     const onSpawn = (pid: number) => {
       const start = ctx.pending.get(address);
-      if (start) start.spawnedAt = epochNow();
+      if (start) start.spawnedAt ??= epochNow();
       ctx.registry.patch(address, { health: "starting", pid, ...(starts > 0 && { restarts: starts }), updatedAt: Date.now() });
     };
     const readyWhen = () => ctx.pending.get(address)?.ready.promise ?? new Promise<void>(() => {});
@@ -316,11 +318,16 @@ function instancesOf(
     const viaStandby = standby && processChild(cmd, {
       ...processOptions,
       spawn: (command, options) => {
+        // Noted before the hand-over: the spare may read its start before take() returns.
+        const start = ctx.pending.get(address)!;
+        start.spawnedAt = epochNow();
         const handed = standby.take(command, options);
-        if (handed) ctx.pending.get(address)!.standby = true;
-        // As the tree starts, the next child's host loads while this one starts (see startMesh);
-        // spawned after this start's own steps, since a spawn blocks this process for a few ms.
-        if (starts === 0 && !firstSpawned) {
+        if (handed) start.standby = true;
+        else delete start.spawnedAt;
+        // As the tree starts, the next child's host loads while this one starts (see startMesh).
+        // It is spawned once this synchronous step is over, since a spawn blocks this process for
+        // a few ms and this start's spawned step should not wait for it.
+        if (takesSpare && starts === 0 && !firstSpawned) {
           firstSpawned = true;
           if (--ctx.firstStartsLeft.count > 0) setImmediate(() => standby.prepare());
         }

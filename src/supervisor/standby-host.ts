@@ -75,7 +75,7 @@ export class StandbyHost {
     if (!spare || spare.exitCode !== null || spare.signalCode !== null || spare.killed) return undefined;
     if (options.cwd !== undefined || cmd[0] !== this.#host[0] || cmd[1] !== this.#host[1]) return undefined;
     const env = envChanges(this.#env, options.env);
-    if (Object.keys(env).some((name) => READ_AT_START.test(name))) return undefined;
+    if (setsStartUpVariable(env)) return undefined;
     const assignment: StandbyAssignment = { argv: cmd.slice(2), env };
     try {
       spare.stdin.write(`${JSON.stringify(assignment)}\n`);
@@ -107,6 +107,17 @@ export class StandbyHost {
     kill.unref?.();
     void spare.exited.then(() => clearTimeout(kill));
   }
+}
+
+/**
+ * Whether `env` names a variable read when a process starts: an actor whose `env` does is
+ * spawned fresh, never handed to a spare.
+ *
+ * @example
+ * setsStartUpVariable({ TZ: "UTC" }); // true
+ */
+export function setsStartUpVariable(env: Readonly<Record<string, unknown>>): boolean {
+  return Object.keys(env).some((name) => READ_AT_START.test(name));
 }
 
 /** What turns environment `from` into `to`: changed or added values, and `null` for the ones to remove. */

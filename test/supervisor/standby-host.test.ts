@@ -23,7 +23,11 @@ const silent = createLogger({}, () => {});
 /** The private directories of standby hosts' rehearsals (src/actor/rehearsal.ts) in the temporary directory. */
 const rehearsalDirs = (where = tmpdir()) => readdirSync(where).filter((name) => name.startsWith("hermes-standby-"));
 
-/** Pids of this process's children running a standby actor host. */
+/**
+ * Pids of this process's children started as a standby actor host: waiting spares, and also the
+ * actors that took one (every Bun actor of a tree but the first starts that way), so the tests
+ * counting spares here run one-actor meshes.
+ */
 function spares(): number[] {
   return childPids().filter((pid) => {
     try {
