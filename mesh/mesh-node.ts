@@ -295,7 +295,10 @@ export class MeshNode {
       return true;
     });
     for (const env of taken) {
-      const to = destinations.get(env)!;
+      // Picked again as each goes: the scheduler now counts the ones moved before it, so a
+      // crash's envelopes spread over the siblings instead of all going to the least loaded.
+      const again = this.#router.alternative(env, address)?.address;
+      const to = again !== undefined && this.#links.get(again)?.hasRoom !== false ? again : destinations.get(env)!;
       this.#movedFrom.set(env, address);
       const next = this.#link(to);
       try {

@@ -105,6 +105,45 @@ describe("MeshNode.notifyAway", () => {
     expect(t.outcomes).toEqual(["work#1"]);
   });
 
+  test("a crash's envelopes spread over the siblings as the scheduler picks each (least loaded here)", async () => {
+    using dir = tempDir("hm-move-spread-");
+    const registry = new Registry();
+    const handledBy = new Map<string, number>();
+    const nodes: MeshNode[] = [];
+    for (const address of ["work#0", "work#1", "work#2"]) {
+      const socket = join(dir.path, `${address}.sock`);
+      registry.upsert(entry(address, { socket }));
+      nodes.push(await MeshNode.start({
+        address, socketPath: socket, routes: registry, pick: (c) => c[0],
+        onRequest: (served) => {
+          handledBy.set(address, (handledBy.get(address) ?? 0) + 1);
+          // work#0 never answers or acknowledges: all it got stays unacknowledged at the sender.
+          if (address !== "work#0") served.respond({ by: address });
+        },
+      }));
+    }
+    let sender: MeshNode | undefined;
+    // work#0 while it is healthy, else the healthy one this sender has the fewest envelopes out to.
+    const leastLoaded = (candidates: readonly RegistryEntry[]) => {
+      const healthy = candidates.filter((c) => c.health === "healthy");
+      return healthy.find((c) => c.address === "work#0") ?? healthy.sort((a, b) => sender!.inFlightTo(a.address) - sender!.inFlightTo(b.address))[0];
+    };
+    sender = await MeshNode.start({ address: "sender", routes: registry, pick: leastLoaded });
+    try {
+      const answers = Array.from({ length: 20 }, (_, n) => sender!.request({ capability: "work" }, { n }, { timeoutMs: 10_000 }));
+      await waitFor(() => handledBy.get("work#0") === 20, "all 20 at work#0");
+      await nodes[0]!.close();
+      registry.patch("work#0", { health: "down" });
+      sender.notifyAway("work#0");
+      const by = (await Promise.all(answers)).map((answer) => (answer.payload as { by: string }).by);
+      expect(by.filter((a) => a === "work#1")).toHaveLength(10);
+      expect(by.filter((a) => a === "work#2")).toHaveLength(10);
+    } finally {
+      await sender.close();
+      for (const node of nodes) await node.close();
+    }
+  });
+
   test("the registry said down before the connection broke: the break itself moves them", async () => {
     await using t = await threeNodes(false);
     const answer = t.sender.request({ capability: "work" }, { n: 1 }, { timeoutMs: 10_000 });
