@@ -59,6 +59,8 @@ export interface MeshNatsSettings {
   tls?: Record<string, unknown>;
   /** Replicas of the mesh's stream and bucket (3 in a cluster). */
   replicas: number;
+  /** Letters each member's dead subject keeps (the transport's `deadLettersKept`; default 1,000). */
+  dead_letters_kept?: number;
 }
 
 /** The file of a mesh directory holding its MeshInfo. */

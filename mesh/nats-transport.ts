@@ -44,6 +44,8 @@ export interface NatsTransportOptions {
 export interface NatsMeshTransport extends MeshTransport {
   /** The server's max_payload: the largest message (envelope and headers) it takes. */
   readonly maxPayload: number;
+  /** How many letters each member's dead subject keeps (`deadLettersKept`, or a mesh file's `dead_letters_kept`). */
+  readonly deadLettersKept: number;
   /** Closes every link and inbox, then the connection. */
   close(): Promise<void>;
   /** Before `listen`: the capabilities the member serves, whose shared queues it reads too. */
@@ -132,7 +134,10 @@ export async function natsTransport(options: NatsTransportOptions): Promise<Nats
 function fromSettings(settings: MeshNatsSettings, node: string, name?: string): NatsTransportOptions {
   const env = (variable: string | undefined) => (variable ? process.env[variable] : undefined);
   const [user, pass, token] = [env(settings.user_env), env(settings.pass_env), env(settings.token_env)];
-  return { servers: settings.servers, mesh: settings.mesh, node, replicas: settings.replicas, name, user, pass, token, ...(settings.tls && { tls: settings.tls as TlsOptions }) };
+  return {
+    servers: settings.servers, mesh: settings.mesh, node, replicas: settings.replicas, name, user, pass, token,
+    ...(settings.tls && { tls: settings.tls as TlsOptions }), ...(settings.dead_letters_kept !== undefined && { deadLettersKept: settings.dead_letters_kept }),
+  };
 }
 
 /** The transport of member `node` of a mesh over NATS. @example const transport = await natsTransportFor(settings, "echo"); */
@@ -159,6 +164,10 @@ class NatsTransport implements NatsMeshTransport {
   #recovering: Promise<void> | undefined;
   #connected = true;
   #advisories: Subscription;
+
+  get deadLettersKept(): number {
+    return this.options.deadLettersKept;
+  }
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, options: NatsTransportOptions) {
     [this.#nc, this.jsm, this.js] = [nc, jsm, jetstream(nc)];

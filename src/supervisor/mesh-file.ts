@@ -132,6 +132,8 @@ const NatsSettings = map({
   // Passed through to the client's `tls` option (e.g. { caFile, certFile, keyFile }).
   tls: z.record(z.string(), z.unknown(), expected("a map")).optional(),
   replicas: z.union([z.literal(1), z.literal(3), z.literal(5)], expected("1, 3 or 5")).default(1),
+  // Letters each member's dead subject keeps, newest first (docs/nats.md, "Dead letters").
+  dead_letters_kept: intIn(0, 1_000_000_000).optional(),
   // This host's name in the mesh (ps shows it); default the machine's host name.
   host: matching(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "a host name").optional(),
 });

@@ -514,6 +514,7 @@ function natsSettingsOf(meshFile: MeshFile): MeshNatsSettings | undefined {
   return {
     servers: n.servers, mesh: meshFile.mesh.name, host: n.host ?? hostname(), replicas: n.replicas,
     ...(n.user_env && { user_env: n.user_env }), ...(n.pass_env && { pass_env: n.pass_env }), ...(n.token_env && { token_env: n.token_env }), ...(n.tls && { tls: n.tls }),
+    ...(n.dead_letters_kept !== undefined && { dead_letters_kept: n.dead_letters_kept }),
   };
 }
 

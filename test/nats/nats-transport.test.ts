@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { addressToken, natsTransport, tokenAddress, type NatsMeshTransport, type NatsTransportOptions } from "../../mesh/nats-transport.ts";
+import { addressToken, natsTransport, natsTransportFor, tokenAddress, type NatsMeshTransport, type NatsTransportOptions } from "../../mesh/nats-transport.ts";
 import { MeshNode, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
 import { RequestChannel } from "../../mesh/requests.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
@@ -250,6 +250,21 @@ describe("NATS transport", () => {
     await client.close();
     // A limit that is not a count is refused before anything connects.
     expect(codeOf(await open(mesh, "bad", { deadLettersKept: -1 }).catch((e) => e))).toBe(ErrorCode.INVALID_REQUEST);
+  });
+
+  test("a mesh file's dead_letters_kept reaches the member's transport (natsTransportFor); unset, the default 1,000", async () => {
+    process.env.HM_TEST_NATS_TOKEN = TOKEN;
+    try {
+      const settings = { servers: [server.url], mesh: "keptfile", host: "h", replicas: 1, token_env: "HM_TEST_NATS_TOKEN" };
+      const kept = await natsTransportFor({ ...settings, dead_letters_kept: 7 }, "a");
+      opened.push(kept);
+      expect(kept.deadLettersKept).toBe(7);
+      const unset = await natsTransportFor(settings, "b");
+      opened.push(unset);
+      expect(unset.deadLettersKept).toBe(1000);
+    } finally {
+      delete process.env.HM_TEST_NATS_TOKEN;
+    }
   });
 
   test("a delivery a live process holds longer than ack_wait is extended (working), not redelivered", async () => {

@@ -82,6 +82,17 @@ supervisor:
   });
 });
 
+describe("the nats section", () => {
+  test("dead_letters_kept: a count of 0 or more, passed to every member's transport; anything else refused where it is", () => {
+    using dir = meshDir();
+    const nats = (kept: string) => `mesh:\n  name: demo\n  transport: nats\n  nats: { servers: ["nats://127.0.0.1:4222"], dead_letters_kept: ${kept} }\nsupervisor:\n  children:\n    - { actor: echo, module: echo.ts }\n`;
+    expect(parseMeshFile(nats("50"), join(dir.path, "mesh.yaml")).mesh.nats?.dead_letters_kept).toBe(50);
+    expect(parseMeshFile(nats("0"), join(dir.path, "mesh.yaml")).mesh.nats?.dead_letters_kept).toBe(0);
+    expect(lines(problems(nats("-1"), dir.path), dir.path)).toEqual(["mesh.yaml:4:66: mesh.nats.dead_letters_kept: expected an integer from 0 to 1000000000, got -1"]);
+    expect(lines(problems(nats("2.5"), dir.path), dir.path)).toHaveLength(1);
+  });
+});
+
 describe("errors point at file, line and column", () => {
   test("the brief's example: a pool that is not a number", () => {
     using dir = meshDir();
