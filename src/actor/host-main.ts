@@ -10,8 +10,8 @@
  * control connection to the mesh in D ahead (mesh/control-client.ts, predialControl) and waits
  * for one line on stdin, a StandbyAssignment with those arguments and the environment's changes,
  * and runs as if started with them. One still waiting after REHEARSE_AFTER_MS loads node:crypto
- * and runs the start's code through once meanwhile (src/actor/rehearsal.ts). It exits when stdin ends first (the supervisor
- * went away).
+ * and runs the start's code through once meanwhile (src/actor/rehearsal.ts). It exits when
+ * stdin ends first (the supervisor went away).
  */
 import { runActorHost, STANDBY_FLAG, type StandbyAssignment } from "./actor-host.ts";
 import { formatBuildErrors } from "./build-errors.ts";
