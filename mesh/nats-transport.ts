@@ -52,6 +52,14 @@ export interface NatsMeshTransport extends MeshTransport {
   serveCapabilities(capabilities: readonly string[]): void;
 }
 
+/** How a capability queue's durable consumer name starts: `=` never starts an address's token (a leading `=` is always followed by two hex digits). */
+const CAPABILITY_DURABLE = "=cap=";
+
+/** The address an inbox's durable consumer name stands for: a member's, or `capability:<name>` for a capability's shared queue. */
+function addressOfDurable(durable: string): string {
+  return durable.startsWith(CAPABILITY_DURABLE) ? `capability:${tokenAddress(durable.slice(CAPABILITY_DURABLE.length))}` : tokenAddress(durable);
+}
+
 /** How long a process that does not read an inbox waits before it dead-letters that inbox's message itself (#deadLetter). */
 const OTHERS_DEAD_LETTER_AFTER_MS = 1000;
 /** Credit a listener offers when it names none: as the socket transport's hello. */
@@ -297,10 +305,10 @@ class NatsTransport implements NatsMeshTransport {
     return this.#open({ address, durable: addressToken(address), subject: this.subjectOf(address), window });
   }
 
-  /** A capability's shared queue: `=cap=` never starts an address's token (a leading `=` is always followed by two hex digits). */
+  /** A capability's shared queue. */
   #capabilityQueue(capability: string, window = DEFAULT_WINDOW): Promise<Inbox> {
-    const token = addressToken(capability);
-    return this.#open({ address: `capability:${capability}`, durable: `=cap=${token}`, subject: this.subjectOf(capability, "cap"), window, pull: CAPABILITY_PULL });
+    const durable = `${CAPABILITY_DURABLE}${addressToken(capability)}`;
+    return this.#open({ address: addressOfDurable(durable), durable, subject: this.subjectOf(capability, "cap"), window, pull: CAPABILITY_PULL });
   }
 
   #open(queue: Parameters<typeof Inbox.open>[1]): Promise<Inbox> {
@@ -325,7 +333,7 @@ class NatsTransport implements NatsMeshTransport {
     const inbox = await this.#inboxes.get(advisory.consumer)?.catch(() => undefined);
     if (!inbox) await new Promise((resolve) => setTimeout(resolve, OTHERS_DEAD_LETTER_AFTER_MS));
     const durable = advisory.consumer;
-    const address = inbox?.address ?? (durable.startsWith("=cap=") ? `capability:${tokenAddress(durable.slice(5))}` : tokenAddress(durable));
+    const address = inbox?.address ?? addressOfDurable(durable);
     // Gone: the inbox's own process (or another) moved it already.
     const stored = await this.jsm.streams.getMessage(this.stream, { seq: advisory.stream_seq }).catch(() => undefined);
     if (!stored) return;

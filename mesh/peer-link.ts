@@ -225,13 +225,13 @@ export class PeerLink {
   /** Hands an envelope to the link; it goes out now or as soon as the destination is reachable. */
   send(env: Envelope, settles?: { connection: MeshLink; seq: number }): void {
     if (this.#closed) throw new HermesError(ErrorCode.UNAVAILABLE, `link to ${this.address} is closed`);
-    const connection = this.connection;
-    if (connection && this.#ramp === 0) {
-      connection.send(env);
+    const direct = this.#direct;
+    if (direct) {
+      direct.send(env);
     } else {
       // While ramping it waits its turn behind what waited before it.
       this.#queue.push({ env, since: Date.now() });
-      if (!connection) this.#ensureDialing();
+      if (!this.connection) this.#ensureDialing();
     }
     settles?.connection.settle(settles.seq);
   }
@@ -290,15 +290,20 @@ export class PeerLink {
    */
   get hasRoom(): boolean {
     if (this.#closed) return true;
-    const connection = this.connection;
-    return connection && this.#ramp === 0 ? connection.hasRoom : this.#queue.length < ROOM_WHILE_AWAY;
+    const direct = this.#direct;
+    return direct ? direct.hasRoom : this.#queue.length < ROOM_WHILE_AWAY;
+  }
+
+  /** The open connection when sends go straight to it: not while the link ramps up after a break (they queue then). */
+  get #direct(): MeshLink | undefined {
+    return this.#ramp === 0 ? this.connection : undefined;
   }
 
   /** Resolves at once while there is room; else when the destination has taken enough (or the link closed). */
   async whenRoom(): Promise<void> {
     while (!this.hasRoom) {
-      const connection = this.connection;
-      if (connection && this.#ramp === 0) await connection.whenRoom();
+      const direct = this.#direct;
+      if (direct) await direct.whenRoom();
       else await (this.#opened ??= Promise.withResolvers<void>()).promise;
     }
   }

@@ -318,12 +318,11 @@ function instancesOf(
     const viaStandby = standby && processChild(cmd, {
       ...processOptions,
       spawn: (command, options) => {
-        // Noted before the hand-over: the spare may read its start before take() returns.
-        const start = ctx.pending.get(address)!;
-        start.spawnedAt = epochNow();
+        // Timed before the hand-over: the spare may read its start before take() returns.
+        const handedAt = epochNow();
         const handed = standby.take(command, options);
-        if (handed) start.standby = true;
-        else delete start.spawnedAt;
+        const start = ctx.pending.get(address)!;
+        if (handed) [start.standby, start.spawnedAt] = [true, handedAt];
         // As the tree starts, the next child's host loads while this one starts (see startMesh).
         // It is spawned once this synchronous step is over, since a spawn blocks this process for
         // a few ms and this start's spawned step should not wait for it.
