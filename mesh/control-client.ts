@@ -140,6 +140,20 @@ export class ControlClient {
     this.channel.emit(createEvent(this.#options.address, { target_agent: SUPERVISOR_ADDRESS }, { op: ControlOp.HEARTBEAT, ...load }));
   }
 
+  /**
+   * Says that envelopes here wait for `address`, which this member cannot reach: the supervisor
+   * sends this member the news of its return at once, and may tell members that wait for
+   * nothing a little later (mesh/control-server.ts). No answer, and it never throws: a hint
+   * that cannot go (the connection closing or full) costs only the news's speed.
+   */
+  awaiting(address: string): void {
+    try {
+      if (this.channel.connection.isOpen) this.channel.emit(createEvent(this.#options.address, { target_agent: SUPERVISOR_ADDRESS }, { op: ControlOp.AWAITING, address }));
+    } catch {
+      // Told with everyone else, then.
+    }
+  }
+
   async close(): Promise<void> {
     await this.channel.connection.close();
   }

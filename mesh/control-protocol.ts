@@ -105,6 +105,12 @@ export const ControlOp = {
   STATS: "stats",
   /** supervisor → members (event): a registry update to apply. */
   REGISTRY: "registry",
+  /**
+   * member → supervisor (event): this member holds envelopes for `address` and cannot reach it
+   * (it crashed, or does not answer its dial): tell me first when it is back. Additive: a
+   * supervisor that does not know it ignores it, as it does any event but a heartbeat.
+   */
+  AWAITING: "awaiting",
 } as const;
 export type ControlOp = (typeof ControlOp)[keyof typeof ControlOp];
 

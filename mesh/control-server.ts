@@ -33,7 +33,21 @@ interface Member {
   kind: "actor" | "client";
   /** How many updates had been broadcast when it was bound: it has none before (its snapshot is newer). */
   since: number;
+  /** Instances it holds envelopes for and cannot reach (op `awaiting`): it hears of their return at once. */
+  awaiting?: Set<string>;
+  /** Updates held back for it, oldest first: news of a return it does not wait for (RETURN_NEWS_DELAY_MS). */
+  later?: RegistryUpdate[];
 }
+
+/**
+ * How long the news that a restarted instance is back waits for the members that hold nothing
+ * for it. Each update wakes every member it goes to, and those woke in the very milliseconds
+ * the restarted instance and the senders waiting for it needed the cores: on two cores kill -9
+ * to the next answer was 3 to 5 ms slower for the seven idle members of a mesh of eight
+ * (docs/benchmarks.md, "A restart's news, first to those who wait for it"). The members that
+ * said `awaiting` hear at once; the others a little later, when nothing else is news.
+ */
+export const RETURN_NEWS_DELAY_MS = 50;
 
 /**
  * The supervisor's side of the control plane: members register on `<dir>/supervisor.sock`,
@@ -60,6 +74,9 @@ export class ControlServer {
   /** While set (holdUpdates), pending updates wait `maxMs` at most, else for the hold's end. */
   #hold: { maxMs: number } | undefined;
   #holdTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Instances whose return from a restart (their `ready`) is in the pending updates. */
+  #returning = new Set<string>();
+  #laterTimer: ReturnType<typeof setTimeout> | undefined;
   /** Latest counters per actor, from heartbeats (reset when its process restarts, as Prometheus counters may). */
   #stats = new Map<string, Record<string, unknown>>();
   #watchdog: ReturnType<typeof setInterval>;
@@ -103,6 +120,7 @@ export class ControlServer {
     this.#unsubscribe();
     // What a hold kept goes nowhere now: its members' connections close with the listener.
     clearTimeout(this.#holdTimer);
+    clearTimeout(this.#laterTimer);
     this.#hold = undefined;
     this.#pendingUpdates = [];
     await this.#listener.close();
@@ -135,6 +153,8 @@ export class ControlServer {
       case ControlOp.READY: {
         const address = this.#ownAddress(channel, "actor");
         this.#lastHeartbeat.set(address, Date.now());
+        // Back from a restart: who waits for nothing from it hears of it a little later.
+        if ((registry.byAddress(address)?.restarts ?? 0) > 0) this.#returning.add(address);
         registry.patch(address, { health: "healthy", updatedAt: Date.now() });
         return { ok: true };
       }
@@ -263,6 +283,7 @@ export class ControlServer {
 
   #onEvent(event: Envelope, channel: RequestChannel): void {
     const p = event.payload;
+    if (p.op === ControlOp.AWAITING) return this.#onAwaiting(channel, p.address);
     if (p.op !== ControlOp.HEARTBEAT) return;
     // A heartbeat counts for the connection's own registered actor, whatever it names.
     const address = this.#addressOf.get(channel);
@@ -276,6 +297,16 @@ export class ControlServer {
     if (entry && (entry.queueDepth !== queueDepth || entry.inFlight !== inFlight)) {
       this.#options.registry.patch(address, { queueDepth, inFlight, updatedAt: Date.now() });
     }
+  }
+
+  /** The member of `channel` waits for `address` (a known instance; anything else is ignored). */
+  #onAwaiting(channel: RequestChannel, address: unknown): void {
+    const own = this.#addressOf.get(channel);
+    const member = own === undefined ? undefined : this.#members.get(own);
+    if (!member || member.channel !== channel || typeof address !== "string" || !this.#options.registry.byAddress(address)) return;
+    (member.awaiting ??= new Set()).add(address);
+    // Its return may be held back for this member already: it goes now.
+    if (member.later?.some((update) => update.type === "patch" && update.address === address)) this.#sendLater(own!, member);
   }
 
   #disconnected(channel: RequestChannel): void {
@@ -368,20 +399,58 @@ export class ControlServer {
     const updates = this.#pendingUpdates;
     if (updates.length === 0) return;
     const first = this.#sentUpdates;
+    const returning = this.#returning;
     this.#pendingUpdates = [];
+    this.#returning = new Set();
     this.#sentUpdates += updates.length;
     for (const [address, member] of this.#members) {
       if (!member.channel.connection.isOpen) continue;
       // A member bound after some of them has them in its snapshot, or a newer state.
       const news = member.since <= first ? updates : updates.slice(member.since - first);
       if (news.length === 0) continue;
-      try {
-        member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, updates: news }));
-      } catch {
-        // The member is going away; its connection's close handler cleans up.
+      if (onlyReturns(news, returning) && ![...returning].some((back) => member.awaiting?.has(back))) {
+        (member.later ??= []).push(...news);
+        this.#laterTimer ??= setTimeout(this.#sendAllLater, RETURN_NEWS_DELAY_MS);
+        (this.#laterTimer as { unref?: () => void }).unref?.();
+        continue;
       }
+      // What was held back for it goes first: a member sees the updates in order.
+      const later = member.later;
+      member.later = undefined;
+      this.#emitUpdates(address, member, later ? [...later, ...news] : news);
     }
   };
+
+  /** What was held back for every member, now. */
+  #sendAllLater = (): void => {
+    this.#laterTimer = undefined;
+    for (const [address, member] of this.#members) if (member.later) this.#sendLater(address, member);
+  };
+
+  #sendLater(address: string, member: Member): void {
+    const later = member.later;
+    member.later = undefined;
+    if (later && member.channel.connection.isOpen) this.#emitUpdates(address, member, later);
+  }
+
+  /** One `registry` event to `member`; the returns (and removals) in it end what it waited for. */
+  #emitUpdates(address: string, member: Member, updates: RegistryUpdate[]): void {
+    if (member.awaiting) {
+      for (const update of updates) {
+        if (update.type === "remove" || (update.type === "patch" && update.changes.health === "healthy")) member.awaiting.delete(update.address);
+      }
+    }
+    try {
+      member.channel.emit(createEvent(SUPERVISOR_ADDRESS, { target_agent: address }, { op: ControlOp.REGISTRY, updates }));
+    } catch {
+      // The member is going away; its connection's close handler cleans up.
+    }
+  }
+}
+
+/** Every update in `news` is the return of one of `returning` (nothing else that would wait with it). */
+function onlyReturns(news: readonly RegistryUpdate[], returning: ReadonlySet<string>): boolean {
+  return returning.size > 0 && news.every((update) => update.type === "patch" && returning.has(update.address));
 }
 
 /** A fresh one-time registration secret for a child about to be spawned. */

@@ -189,6 +189,8 @@ export async function joinMesh(options: JoinMeshOptions): Promise<MeshMember> {
       onSent: options.onSent,
       onDelivered: options.onDelivered,
       dedupe: options.dedupe,
+      // The supervisor tells those who wait for an instance of its return first (control-server.ts).
+      onAwaiting: (to) => control.awaiting(to),
       window: options.window,
       maxAttempts: options.maxAttempts,
       deadLetters: options.deadLetters,

@@ -54,10 +54,9 @@ export interface MeshNodeOptions {
   onSent?: (env: Envelope, destinations: readonly string[]) => void;
   /** A destination acknowledged an envelope this node sent (a durable outbox deletes it then). */
   onDelivered?: (env: Envelope, destination: string) => void;
+  /** Envelopes here wait for `address`, which this node cannot reach (a member tells its supervisor: control op `awaiting`). */
+  onAwaiting?: (address: string) => void;
 }
-
-/** Options of a request sent through the mesh. */
-
 
 /** The answer of every wait that has nothing to wait for. */
 const READY: Promise<void> = Promise.resolve();
@@ -366,6 +365,7 @@ export class MeshNode {
           if (this.#options.onDelivered) this.#options.onDelivered(env, this.#movedFrom.get(env) ?? address);
         },
         onBroken: () => this.#moveOff(address),
+        onAway: () => this.#options.onAwaiting?.(address),
       });
       this.#links.set(address, link);
     }

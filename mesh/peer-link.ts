@@ -152,6 +152,8 @@ export interface PeerLinkOptions {
   onAcknowledged?: (env: Envelope) => void;
   /** The connection broke and what it left unacknowledged waits in the link again (the node may move some: takeBack). */
   onBroken?: () => void;
+  /** Envelopes wait here and the destination cannot be reached (a break, a failed dial): once until the next connection. */
+  onAway?: () => void;
   /** Reconnect backoff: first delay and ceiling, ms. Default 5 and 500. */
   backoff?: { initialMs?: number; maxMs?: number };
 }
@@ -186,6 +188,8 @@ export class PeerLink {
   #closed = false;
   #opened: PromiseWithResolvers<void> | undefined;
   #lastError: HermesError | undefined;
+  /** onAway was called since the last connection. */
+  #awaySaid = false;
   /**
    * After a break that left envelopes unacknowledged, the next connection gets what waits a few
    * at a time: `#ramp` envelopes (the step, `#rampStep`), then twice as many once all of those
@@ -359,6 +363,7 @@ export class PeerLink {
         const now = Date.now();
         for (const waiting of refused) this.#options.onDeadLetter(takeWaitOff(waiting, now), this.#lastError);
       } else {
+        this.#away();
         this.#scheduleRetry();
       }
     } finally {
@@ -369,6 +374,7 @@ export class PeerLink {
   #adopt(connection: MeshLink): void {
     this.#connection = connection;
     this.#failures = 0;
+    this.#awaySaid = false;
     this.#wakeOpened();
     connection.onEnvelope = this.#options.onEnvelope;
     connection.onAcknowledged = this.#ramp > 0 ? this.#rampAcknowledged : this.#options.onAcknowledged;
@@ -472,7 +478,15 @@ export class PeerLink {
     this.#stopRampTimer();
     if (this.#queue.length === 0 || this.#closed) return;
     this.#options.onBroken?.();
+    this.#away();
     this.#scheduleRetry();
+  }
+
+  /** What waits (the node may have moved it all: onBroken) cannot reach the destination: said once per outage. */
+  #away(): void {
+    if (this.#awaySaid || this.#queue.length === 0 || this.#closed) return;
+    this.#awaySaid = true;
+    this.#options.onAway?.();
   }
 
   #scheduleRetry(): void {

@@ -206,6 +206,8 @@ const VALID: ValidCase[] = [
         health: "healthy", pid: 4243, restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: 1735689600000, kind: "actor", durable: false,
       } }],
     }), "reply_to")],
+  ["awaiting", "A member tells the supervisor (section 11) that envelopes of its own wait for an instance it cannot reach (additive): the supervisor sends it the news of that instance's return at once, and may send it to members that wait for nothing later.", "envelope",
+    without(request({ message_id: id(22), message_type: "event", seq: 22, source_agent: "reporter", target_agent: "supervisor" }, { op: "awaiting", address: "work#1" }), "reply_to")],
   ["hello", "The first frame of a connection: protocol 1, node, codecs (msgpack is mandatory), window.", "hello", hello()],
   ["hello-with-token", "A hello that offers a faster codec and carries an auth token.", "hello",
     hello({ node: "deno-ocr", codecs: ["msgpackr-records", "msgpack"], window: 256, token: "s3cret-token" })],
