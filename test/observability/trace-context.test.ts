@@ -17,6 +17,9 @@ describe("trace context", () => {
     expect(traceHexOf("t7u8v9")).toMatch(/^[0-9a-f]{32}$/);
     expect(traceHexOf("t7u8v9")).toBe(traceHexOf("t7u8v9"));
     expect(traceHexOf("0".repeat(32))).not.toBe("0".repeat(32)); // all-zero is invalid in W3C
+    // The first 32 hex digits of SHA-256(trace_id): every member, on any runtime, names the trace alike.
+    expect(traceHexOf("t7u8v9")).toBe("1638478bd91ff75133f5b20ac00fa274");
+    expect(traceHexOf("01M8ZGT7CYMWWKNVWJTZCDC2FQ")).toBe(new Bun.CryptoHasher("sha256").update("01M8ZGT7CYMWWKNVWJTZCDC2FQ").digest("hex").slice(0, 32));
   });
 
   test("traceparent parsing accepts valid headers only", () => {
