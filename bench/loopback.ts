@@ -50,10 +50,10 @@ const lanes = Number(lanesText);
 /** A byte stream whose writes reach `peer()` on the next macrotask, copied (the writer reuses its buffer). */
 function handOffTo(peer: () => Connection): ByteStream {
   return {
-    write(data) {
-      const copy = data.slice();
+    write(data, offset, length) {
+      const copy = data.slice(offset, offset + length);
       setImmediate(() => peer().handleData(copy));
-      return data.length;
+      return length;
     },
     end() {},
   };

@@ -1,5 +1,5 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { createCodec, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { createCodec, type EncodedRange, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { PROTOCOL_ACK_DELAY_MS, PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
@@ -297,9 +297,9 @@ export class Connection implements MeshLink {
    */
   #transmit(env: Envelope, since: number): void {
     env.seq = this.#window.nextSeq;
-    let frame: Uint8Array;
+    let frame: EncodedRange;
     try {
-      frame = this.#encoder.encode(env);
+      frame = this.#encoder.encodeRange(env);
     } catch (error) {
       delete env.seq;
       this.#encoderOutOfStep();
@@ -309,17 +309,18 @@ export class Connection implements MeshLink {
       }, { cause: error });
     }
     const limit = this.peer?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES;
-    if (frame.length > limit) {
+    const bytes = frame.end - frame.start;
+    if (bytes > limit) {
       delete env.seq;
       this.#encoderOutOfStep();
-      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `frame of ${frame.length} bytes is over the peer's limit of ${limit}`, {
+      throw new HermesError(ErrorCode.RESOURCE_EXHAUSTED, `frame of ${bytes} bytes is over the peer's limit of ${limit}`, {
         resource: "frame_bytes",
-        used: frame.length,
+        used: bytes,
         limit,
       });
     }
-    this.#window.assign(env, frame.length, since);
-    this.#writer.pushFrame(frame);
+    this.#window.assign(env, bytes, since);
+    this.#writer.pushEncoded(frame);
   }
 
   /**
@@ -333,7 +334,7 @@ export class Connection implements MeshLink {
   }
 
   #writeControl(frame: Record<string, unknown>): void {
-    this.#writer.pushFrame(this.#encoder.encode(frame));
+    this.#writer.pushEncoded(this.#encoder.encodeRange(frame));
   }
 
   #onFrameRange = (buffer: Uint8Array, start: number, end: number): void => this.#onFrame(buffer, start, end);
@@ -538,11 +539,11 @@ export class Connection implements MeshLink {
 
 /**
  * The writing end of the byte stream a connection runs on (mesh/socket-transport.ts provides
- * it over Bun's or node:net sockets). Bun's semantics: `write` returns how many bytes it took,
- * 0 when the stream is full; the rest waits for the stream's drain.
+ * it over Bun's or node:net sockets). Bun's semantics: `write` of `data[offset..offset+length)`
+ * returns how many bytes it took, 0 when the stream is full; the rest waits for the stream's drain.
  */
 export interface ByteStream {
-  write(data: Uint8Array): number;
+  write(data: Uint8Array, offset: number, length: number): number;
   end(): void;
   /** Closes at once, dropping what is unsent. */
   terminate?(): void;

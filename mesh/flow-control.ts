@@ -1,6 +1,7 @@
+import { Buffer } from "node:buffer";
 import { remainingTtl, type Envelope } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { approximateBytes } from "./frames.ts";
+import { approximateBytes, type EncodedRange } from "./frames.ts";
 
 /**
  * Receiver side of cumulative acknowledgement (docs/protocol.md §4). Envelopes may finish
@@ -46,11 +47,20 @@ export class AckTracker {
 
 /** The part of a Bun socket the write queue needs. */
 export interface WritableSocket {
-  /** Bytes written, possibly fewer than asked; Bun buffers nothing. -1 or 0 when it cannot write. */
-  write(data: Uint8Array): number;
+  /**
+   * Writes `data[offset..offset+length)` (Bun's socket.write takes the range, so no view is made
+   * per write); returns the bytes written, possibly fewer than asked: Bun buffers nothing. -1 or 0
+   * when it cannot write.
+   */
+  write(data: Uint8Array, offset: number, length: number): number;
 }
 
 const INITIAL_BYTES = 64 * 1024;
+/**
+ * Buffer's copy, which takes any Uint8Array as its source and a range of it: about 21 ns for an
+ * envelope, where set() of a view of the range took 56 (the view costs more than the copy).
+ */
+const copyBytes = Buffer.prototype.copy as (this: Uint8Array, target: Uint8Array, targetStart: number, sourceStart: number, sourceEnd: number) => number;
 /**
  * Past this many queued bytes a flush happens at once instead of at the end of the turn. Small
  * enough that a receiver answering a big batch of pipelined requests sends the first answers
@@ -120,9 +130,14 @@ export class WriteQueue {
   /** True while the kernel refused bytes and a drain is awaited. */
   get blocked(): boolean { return this.#blocked; }
 
-  /** Queues one frame: u32be length, then the body. */
-  pushFrame(body: Uint8Array): void {
-    const length = body.length;
+  /** Queues one frame whose body a codec encoded in place (FrameCodec.encodeRange). */
+  pushEncoded(body: EncodedRange): void {
+    this.pushFrame(body.bytes, body.start, body.end);
+  }
+
+  /** Queues one frame: u32be length, then the body, `bytes[start..end)` (by default all of `bytes`). */
+  pushFrame(bytes: Uint8Array, start = 0, end = bytes.length): void {
+    const length = end - start;
     this.#reserve(length + 4);
     const buf = this.#buf;
     let at = this.#end;
@@ -130,7 +145,7 @@ export class WriteQueue {
     buf[at + 1] = (length >>> 16) & 0xff;
     buf[at + 2] = (length >>> 8) & 0xff;
     buf[at + 3] = length & 0xff;
-    buf.set(body, at + 4);
+    copyBytes.call(bytes, buf, at + 4, start, end);
     this.#end = at + 4 + length;
     if (this.#end - this.#start >= HIGH_WATER_BYTES) {
       this.flush();
@@ -142,7 +157,7 @@ export class WriteQueue {
   /** Writes as much as the kernel takes now. */
   flush(): void {
     if (this.#blocked || this.#end === this.#start) return;
-    const written = this.#socket.write(this.#buf.subarray(this.#start, this.#end));
+    const written = this.#socket.write(this.#buf, this.#start, this.#end - this.#start);
     if (written > 0) this.#start += written;
     if (this.#start === this.#end) {
       this.#start = this.#end = 0;

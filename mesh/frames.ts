@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { C1, Packr, Unpackr } from "msgpackr";
+import { C1, Packr, RESET_BUFFER_MODE, REUSE_BUFFER_MODE, Unpackr } from "msgpackr";
 import { parseEnvelope, isPlainMap } from "./envelope.ts";
 import { integersAsInt64, mayHaveTextedKeys, MsgpackExt, MsgpackTimestamp, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
 import { readExactly } from "./exact-reader.ts";
@@ -160,8 +160,46 @@ export interface FrameCodec {
   readonly name: CodecName;
   /** Encodes a map. The result is only valid until the next call (it may share a buffer). */
   encode(value: unknown): Uint8Array;
+  /**
+   * Encodes a map as `encode` does, into the packer's buffer without a view of it: the body is
+   * `bytes[start..end)` of the returned range, which is the same object on every call and valid
+   * until the next encoding in this process. For the write path, which copies it at once.
+   */
+  encodeRange(value: unknown): EncodedRange;
   /** Decodes one whole frame body: `bytes[start..end)`, by default all of it. Throws on malformed bytes. */
   decode(bytes: Uint8Array, start?: number, end?: number): unknown;
+}
+
+/** Where an encoded body lies: `bytes[start..end)`. */
+export interface EncodedRange {
+  bytes: Uint8Array;
+  start: number;
+  end: number;
+}
+
+/**
+ * msgpackr's REUSE_BUFFER_MODE | RESET_BUFFER_MODE: `pack` returns its whole buffer with the
+ * body's `start` and `end` on it, and writes the next body at the same place. A view per frame
+ * (`subarray`) was about 4% of a round trip's JavaScript (bench/loopback.ts), and the packer's
+ * appending filled a 64 KiB buffer every few hundred envelopes.
+ */
+const PACK_IN_PLACE = REUSE_BUFFER_MODE | RESET_BUFFER_MODE;
+
+/** `encode` and `encodeRange` over one packer, made on first use, `prepare` applied to each value first. */
+function packerPair(options: ConstructorParameters<typeof Packr>[0], prepare: (value: unknown) => unknown = (value) => value): Pick<FrameCodec, "encode" | "encodeRange"> {
+  let packr: Packr | undefined;
+  const range: EncodedRange = { bytes: new Uint8Array(0), start: 0, end: 0 };
+  return {
+    encode: (value) => (packr ??= newPackr(options)).pack(prepare(value)),
+    encodeRange(value) {
+      const out = (packr ??= newPackr(options)).pack(prepare(value), PACK_IN_PLACE) as Uint8Array & { start?: number; end?: number };
+      // msgpackr hands back a fresh array instead only where it had to copy (structured clones), without the two marks.
+      range.bytes = out;
+      range.start = out.start ?? 0;
+      range.end = out.end ?? out.length;
+      return range;
+    },
+  };
 }
 
 /**
@@ -181,14 +219,13 @@ const SETTLED_LEVELS = MAX_PAYLOAD_DEPTH + 8;
  * goes through the exact reader there, so its envelope can still be answered.
  */
 export function createPlainCodec(): FrameCodec {
-  let packr: Packr | undefined;
   // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
   const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
   // The exact reading of maps, for a body whose keys may have lost their type (mayHaveTextedKeys).
   const maps = new Unpackr({ useRecords: false, mapsAsObjects: false, copyBuffers: true, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACK,
-    encode: (value) => (packr ??= newPackr({ useRecords: false, variableMapSize: true })).pack(integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
+    ...packerPair({ useRecords: false, variableMapSize: true }, (value) => integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
     decode(bytes, start = 0, end = bytes.length) {
       if (mayHoldRecordTag(bytes.subarray(start, end))) return readExactly(bytes, start, end);
       try {
@@ -225,11 +262,10 @@ function mayHoldRecordTag(body: Uint8Array): boolean {
  * Only negotiated when both sides offer it (docs/protocol.md §2).
  */
 export function createRecordsCodec(): FrameCodec {
-  let packr: Packr | undefined;
   const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: false, int64AsType: "auto" as "bigint" });
   return {
     name: CodecName.MSGPACKR_RECORDS,
-    encode: (value) => (packr ??= newPackr({ sequential: true })).pack(value),
+    ...packerPair({ sequential: true }),
     // Plain objects travel as records, so a map here was a Map at the sender: it stays one, unsettled (no walk).
     decode: (bytes, start = 0, end = bytes.length) => unpackExact(unpackr, bytes, start, end),
   };
@@ -238,9 +274,10 @@ export function createRecordsCodec(): FrameCodec {
 const PACK_BUFFER_BYTES = 64 * 1024;
 
 /**
- * A packer writing into a 64 KiB buffer. msgpackr appends each result after the previous one
- * and allocates a new buffer of the current size when one fills; its default 8 KiB meant a new
- * buffer every few dozen envelopes on the send path. Created on first use, since a codec
+ * A packer writing into a 64 KiB buffer (msgpackr keeps one buffer for all its packers of a
+ * process). `encode` appends each result after the previous one, and a new buffer of the current
+ * size comes when one fills: msgpackr's default 8 KiB meant a new buffer every few dozen
+ * envelopes. `encodeRange` writes in place (PACK_IN_PLACE). Created on first use, since a codec
  * instance used only for decoding never packs. (Handing it a buffer before every pack instead
  * breaks the sequential records mode, which keeps positions across calls.)
  */

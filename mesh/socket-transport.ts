@@ -232,10 +232,10 @@ const nodeSockets: SocketRuntime = {
 function wireNodeSocket(socket: Socket, onOpen: (stream: ByteStream) => StreamEvents): ByteStream {
   socket.setNoDelay?.(true);
   const stream: ByteStream = {
-    write(data) {
+    write(data, offset, length) {
       if (socket.destroyed || socket.writableNeedDrain) return 0;
-      socket.write(Buffer.from(data));
-      return data.length;
+      socket.write(Buffer.from(data.subarray(offset, offset + length)));
+      return length;
     },
     end: () => socket.end(),
     terminate: () => socket.destroy(),

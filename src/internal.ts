@@ -9,7 +9,7 @@ export * from "./index.ts";
 export { MessageType, ControlType, HttpMsgType, ENVELOPE_TYPES, EnvelopeSchema, PayloadSchema, DEFAULT_TTL_MS, DEFAULT_PRIORITY, type Envelope, type Payload, isValidEnvelope, parseEnvelope, isPlainMap, arrivedExpired, remainingTtl, ttlDeadline, forwardEnvelope, createRequest, createEvent, createReply, createErrorReply, createCancel, type Route, type EnvelopeOptions } from "../mesh/envelope.ts";
 export { ErrorCode, errorName, isErrorCode, type ErrorName, HermesError, type ErrorPayload, type ErrorFields } from "../mesh/errors.ts";
 export { HelloSchema, AckSchema, PingSchema, PongSchema, ControlFrameSchema, PROTOCOL_VERSION, type Hello, type Ack, type Ping, type Pong, type ControlFrame, type ConnectionOptions } from "../mesh/handshake.ts";
-export { CodecName, createPlainCodec, createRecordsCodec, createCodec, negotiateCodec, SUPPORTED_CODECS, type FrameCodec, FrameDecoder, DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../mesh/frames.ts";
+export { CodecName, createPlainCodec, createRecordsCodec, createCodec, negotiateCodec, SUPPORTED_CODECS, type FrameCodec, type EncodedRange, FrameDecoder, DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../mesh/frames.ts";
 export { newMessageId, isUlid, stableAgentId } from "../mesh/ids.ts";
 export { parseAddress, formatAddress, type Address, listen, dial, Listener, type ListenOptions } from "../mesh/socket-transport.ts";
 export { Connection, type ConnectionStatus } from "../mesh/connection.ts";

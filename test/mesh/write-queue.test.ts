@@ -13,7 +13,17 @@ import { waitFor } from "../helpers.ts";
 /** A socket that takes everything and counts its writes. */
 function countingSocket() {
   const writes: number[] = [];
-  return { writes, socket: { write: (data: Uint8Array) => (writes.push(data.length), data.length) } };
+  return { writes, socket: { write: (_data: Uint8Array, _offset: number, length: number) => (writes.push(length), length) } };
+}
+
+/** A socket that takes at most `most` bytes per write and keeps what it took, in order. */
+function narrowSocket(most: number) {
+  const taken: number[] = [];
+  return { taken, socket: { write: (data: Uint8Array, offset: number, length: number) => {
+    const n = Math.min(most, length);
+    for (let i = 0; i < n; i++) taken.push(data[offset + i]!);
+    return n;
+  } } };
 }
 
 const FRAME = new Uint8Array(16);
@@ -59,6 +69,21 @@ describe("WriteQueue", () => {
     });
     expect(microtasksBetween).toEqual([true, true, true]);
     expect(writes).toEqual([60]);
+  });
+
+  test("frames given as ranges of bigger buffers go out as those bytes, in order, across partial writes", async () => {
+    const { taken, socket } = narrowSocket(7);
+    const queue = new WriteQueue(socket);
+    const source = Uint8Array.from({ length: 300 }, (_, i) => i & 0xff);
+    queue.pushFrame(source, 10, 13); // short: copied byte by byte
+    queue.pushFrame(source, 100, 300); // long: copied as a block
+    queue.pushFrame(Uint8Array.of(9, 8)); // a whole array
+    await nextTurn();
+    const expected = [0, 0, 0, 3, 10, 11, 12, 0, 0, 0, 200, ...source.slice(100, 300), 0, 0, 0, 2, 9, 8];
+    expect(taken).toEqual(expected.slice(0, 7)); // the kernel took 7 bytes: the rest waits for drain
+    while (taken.length < expected.length) queue.onDrain();
+    expect(taken).toEqual(expected);
+    expect(queue.pendingBytes).toBe(0);
   });
 
   test("the ack hook runs once per write, just before it", async () => {
