@@ -2,7 +2,7 @@ import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageT
 import { createCodec, type EncodedRange, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
 import { PROTOCOL_ACK_DELAY_MS, PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { AckEmitter, CreditWaiters, SendWindow, WriteQueue } from "./flow-control.ts";
+import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, type WritableSocket } from "./flow-control.ts";
 import { Liveness } from "./liveness.ts";
 import type { LinkEnvelopeHandler, MeshLink } from "./transport.ts";
 
@@ -539,11 +539,9 @@ export class Connection implements MeshLink {
 
 /**
  * The writing end of the byte stream a connection runs on (mesh/socket-transport.ts provides
- * it over Bun's or node:net sockets). Bun's semantics: `write` of `data[offset..offset+length)`
- * returns how many bytes it took, 0 when the stream is full; the rest waits for the stream's drain.
+ * it over Bun's or node:net sockets): the write queue's socket (Bun's `write` semantics), and its end.
  */
-export interface ByteStream {
-  write(data: Uint8Array, offset: number, length: number): number;
+export interface ByteStream extends WritableSocket {
   end(): void;
   /** Closes at once, dropping what is unsent. */
   terminate?(): void;

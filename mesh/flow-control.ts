@@ -48,9 +48,8 @@ export class AckTracker {
 /** The part of a Bun socket the write queue needs. */
 export interface WritableSocket {
   /**
-   * Writes `data[offset..offset+length)` (Bun's socket.write takes the range, so no view is made
-   * per write); returns the bytes written, possibly fewer than asked: Bun buffers nothing. -1 or 0
-   * when it cannot write.
+   * Writes `data[offset..offset+length)` (Bun's socket.write takes the range: no view per write)
+   * and returns the bytes taken, possibly fewer: Bun buffers nothing; -1 or 0 when it cannot write.
    */
   write(data: Uint8Array, offset: number, length: number): number;
 }

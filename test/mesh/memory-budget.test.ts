@@ -26,7 +26,7 @@ const FUZZ_BOUND_MB = 1000;
 
 const plain = createPlainCodec();
 
-function request(seq: number, payload: Record<string, unknown>, id = newMessageId(), target = "echo"): Record<string, unknown> {
+function request(seq: number, payload: Record<string, unknown>, { id = newMessageId(), target = "echo" } = {}): Record<string, unknown> {
   return { message_id: id, message_type: "request", trace_id: `mem-${seq}`, source_agent: "rude", target_agent: target, reply_to: "rude", timestamp: Date.now(), ttl: 60_000, seq, payload };
 }
 
@@ -105,9 +105,9 @@ supervisor:
       const batch: Uint8Array[] = [];
       for (let i = 0; i < perConnection; i++) {
         const kind = random();
-        if (kind < 0.6) batch.push(encodeFrame(plain.encode(request(++seq, { n: i, text: "y".repeat(Math.floor(random() * 2048)) }, undefined, "fuzzed"))));
-        else if (kind < 0.62) batch.push(encodeFrame(plain.encode(request(++seq, { blob: new Uint8Array(256 * 1024 + Math.floor(random() * 512 * 1024)) }, undefined, "fuzzed"))));
-        else if (kind < 0.8) batch.push(encodeFrame(plain.encode({ ...request(++seq, {}, undefined, "fuzzed"), payload: random() < 0.5 ? [1] : "text" })));
+        if (kind < 0.6) batch.push(encodeFrame(plain.encode(request(++seq, { n: i, text: "y".repeat(Math.floor(random() * 2048)) }, { target: "fuzzed" }))));
+        else if (kind < 0.62) batch.push(encodeFrame(plain.encode(request(++seq, { blob: new Uint8Array(256 * 1024 + Math.floor(random() * 512 * 1024)) }, { target: "fuzzed" }))));
+        else if (kind < 0.8) batch.push(encodeFrame(plain.encode({ ...request(++seq, {}, { target: "fuzzed" }), payload: random() < 0.5 ? [1] : "text" })));
         else batch.push(encodeFrame(crypto.getRandomValues(new Uint8Array(1 + Math.floor(random() * 64)))));
         if (batch.length === 500) {
           raw.write(Buffer.concat(batch));
@@ -134,13 +134,13 @@ supervisor:
     const first = newMessageId();
     for (let c = 0; c < 5; c++) {
       const raw = await helloed(socket, 1024);
-      for (let n = 1; n <= 15; n++) raw.sendFrame(request(n, { text: "z".repeat(1024 * 1024), c, n }, c === 0 && n === 1 ? first : undefined));
+      for (let n = 1; n <= 15; n++) raw.sendFrame(request(n, { text: "z".repeat(1024 * 1024), c, n }, { id: c === 0 && n === 1 ? first : undefined }));
       await waitFor(() => raw.frames.filter((f) => f.message_type === "response").length === 15, "15 answers", 20_000);
       raw.end();
       await raw.closed;
     }
     const again = await helloed(socket, 1024);
-    again.sendFrame({ ...request(1, { text: "z".repeat(1024 * 1024), c: 0, n: 1 }, first), attempt: 2 });
+    again.sendFrame({ ...request(1, { text: "z".repeat(1024 * 1024), c: 0, n: 1 }, { id: first }), attempt: 2 });
     await waitFor(() => again.frames.some((f) => f.message_type === "error" && f.correlation_id === first), "the answer to the redelivery");
     const answer = again.frames.find((f) => f.correlation_id === first);
     expect(answer.payload).toMatchObject({ error_code: ErrorCode.RESOURCE_EXHAUSTED, resource: "answer_memory" });
