@@ -5,8 +5,9 @@
  * receiver's window at 1024, 4096 and 8192, the peers a user would pick instead (Bun and Node
  * IPC, one message per send and arrays of 256; NATS publish; Redis Streams XADD to a consumer
  * group: adapters/peers.ts; one missing its package or server is skipped with how to install it), the
- * actor path (a connectMesh client to an actor process: events awaited with `send`, and 1,000
- * pipelined requests: adapters/mesh-stream.ts), and raw
+ * actor path (a connectMesh client to an actor process: events awaited with `send`, with the
+ * sink's trace lines off and, as a mesh file has them by default, on; and 1,000 pipelined
+ * requests: adapters/mesh-stream.ts), and raw
  * length-prefixed frames written in batches.
  * Bursts are sized after a warm-up (160,000 messages, quick 10,000) so each lasts about one
  * slice, and interleaved in rounds.
@@ -19,7 +20,7 @@ import { runStandalone } from "./lib/standalone.ts";
 import { hermesStream } from "./adapters/hermes-stream.ts";
 import { STREAM_PEERS, usable, versusHermes } from "./adapters/peers.ts";
 import { rawStream } from "./adapters/raw-stream.ts";
-import { actorEvents, actorPipelined, meshEvents, meshPipelined } from "./adapters/mesh-stream.ts";
+import { actorEvents, actorPipelined, meshEvents, meshEventsTraced, meshPipelined } from "./adapters/mesh-stream.ts";
 import { natsStream } from "./adapters/nats.ts";
 import type { StreamPeer, StreamSession } from "./adapters/types.ts";
 import { median } from "./lib/histogram.ts";
@@ -34,7 +35,7 @@ const HERMES: readonly StreamPeer[] = WINDOWS.map(hermesStream);
 /** The hermes contender the peers are compared with: the default window. */
 const HERMES_DEFAULT = HERMES[1]!;
 /** What users run: a connectMesh client and an actor process, and one actor and another (events, and 1,000 pipelined requests). */
-const ACTOR_EVENTS: readonly StreamPeer[] = [meshEvents, actorEvents];
+const ACTOR_EVENTS: readonly StreamPeer[] = [meshEvents, meshEventsTraced, actorEvents];
 const ACTOR_PIPELINED: readonly StreamPeer[] = [meshPipelined(1000), actorPipelined(1000)];
 const ACTOR_PATH: readonly StreamPeer[] = [...ACTOR_EVENTS, ...ACTOR_PIPELINED];
 /** Goals from issue 13: acknowledged events at least 2x NATS core publish; 1,000 pipelined requests at 0.5 M/s. */

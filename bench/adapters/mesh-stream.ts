@@ -17,7 +17,7 @@ import { PAYLOAD_128 } from "../lib/payload.ts";
 import { pinProcess } from "../lib/placement.ts";
 import type { PeerEnv, StreamPeer, StreamSession } from "./types.ts";
 
-const SINK_YAML = (name: string, runtime = "bun", meshSettings = "") => `mesh: { name: ${name}, events: false, runtime: ${runtime}${meshSettings} }
+const SINK_YAML = (name: string, runtime = "bun", meshSettings = "", traceLines = false) => `mesh: { name: ${name}, events: ${traceLines}, runtime: ${runtime}${meshSettings} }
 supervisor:
   children:
     - { actor: sink, module: "{BENCH_ACTORS}/sink.ts" }
@@ -50,15 +50,26 @@ async function countAtSink(client: MeshClient): Promise<number> {
 /** Events client → actor, every one handled (and acknowledged) before the burst counts as done. */
 export const meshEvents: StreamPeer = meshEventsOn("bun");
 
-/** The same with the sink actor on `runtime` (the deno scenario), or with `meshSettings` on the mesh line (the nats scenario). */
-export function meshEventsOn(runtime: "bun" | "deno", meshSettings = "", name = runtime === "bun" ? "actor path events" : "actor path events, Deno sink"): StreamPeer {
+/**
+ * The same with the sink's trace lines on, as a mesh file that does not say `events: false`
+ * runs it: the other actor-path contenders measure the path with them off, and a `handled`
+ * line per event costs the sink about half as much CPU again (docs/benchmarks.md).
+ */
+export const meshEventsTraced: StreamPeer = meshEventsOn("bun", "", "actor path events, trace lines on (the default)", true);
+
+/**
+ * The same with the sink actor on `runtime` (the deno scenario), with `meshSettings` on the mesh
+ * line (the nats scenario), or with the sink's trace lines on (`traceLines`).
+ */
+export function meshEventsOn(runtime: "bun" | "deno", meshSettings = "", name = runtime === "bun" ? "actor path events" : "actor path events, Deno sink", traceLines = false): StreamPeer {
   return {
   name,
   async open(env) {
-    const { mesh, client } = await openSink(env, "events", (mesh) => SINK_YAML(mesh, runtime, meshSettings));
+    const { mesh, client } = await openSink(env, "events", (mesh) => SINK_YAML(mesh, runtime, meshSettings, traceLines));
     let expected = await countAtSink(client);
     const session: StreamSession = {
       frameBytes: 0,
+      meshDir: mesh.dir,
       async send(n) {
         for (let i = 0; i < n; i++) await client.send("sink", PAYLOAD_128);
         expected += n;

@@ -60,6 +60,8 @@ export interface StreamSession extends AsyncDisposable {
   send(n: number): Promise<void>;
   /** Messages the receiver has counted since the session opened (asked of the peer process). */
   received(): Promise<number>;
+  /** A mesh contender's directory (its members' event logs are under logs/), for tests to read. */
+  readonly meshDir?: string;
 }
 
 /**

@@ -5,7 +5,10 @@
  * round trip, and every instance of a pool answers.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { meshHop } from "../../bench/adapters/mesh-hop.ts";
+import { meshEvents, meshEventsTraced } from "../../bench/adapters/mesh-stream.ts";
 import { rawEcho } from "../../bench/adapters/raw-echo.ts";
 import { sampled } from "../../bench/adapters/sampled.ts";
 import { countAnswering, footprintMeshYaml, poolAddresses } from "../../bench/footprint.bench.ts";
@@ -18,6 +21,7 @@ import { UNPINNED } from "../../bench/lib/placement.ts";
 import { processMemory } from "../../bench/lib/proc-memory.ts";
 import { formatValue, targetStatus, type Figure } from "../../bench/lib/report.ts";
 import { tempDir } from "../../bench/lib/scenario.ts";
+import { waitFor } from "../helpers.ts";
 import { breakdown, measureRestarts, quantile, restartMeshYaml, STAGES, type RestartSample } from "../../bench/restart.bench.ts";
 
 afterAll(runCleanups);
@@ -148,6 +152,30 @@ describe("hop", () => {
     expect(samples).toHaveLength(3);
     for (const ns of samples) expect(ns).toBeGreaterThan(0);
   }, 20_000);
+});
+
+describe("actor path events", () => {
+  /** The sink's `handled` lines for events, from its event log (none when it has no log). */
+  const handledEvents = (meshDir: string): number => {
+    const path = join(meshDir, "logs", "sink.jsonl");
+    if (!existsSync(path)) return 0;
+    return readFileSync(path, "utf8").split("\n").filter((line) => line.includes('"event":"handled"') && line.includes('"type":"event"')).length;
+  };
+
+  test("the traced contender's sink writes a trace line per event, the other none, and both count every event", async () => {
+    using dir = tempDir();
+    // Opened side by side: the untraced sink has had as long as the traced one to write lines.
+    await using plain = await meshEvents.open({ dir: dir.path, placement: UNPINNED });
+    await using traced = await meshEventsTraced.open({ dir: dir.path, placement: UNPINNED });
+    for (const session of [plain, traced]) {
+      await session.send(1_001);
+      expect(await session.received()).toBe(1_001);
+    }
+    // The event log writes its lines 200 ms after the first, or on exit.
+    await waitFor(() => handledEvents(traced.meshDir!) >= 1_001, "the traced sink's 1,001 trace lines", 10_000);
+    expect(handledEvents(traced.meshDir!)).toBe(1_001);
+    expect(handledEvents(plain.meshDir!)).toBe(0);
+  }, 30_000);
 });
 
 describe("reporting of the new figures", () => {
