@@ -77,7 +77,7 @@ export async function runNats(options: ScenarioOptions): Promise<ScenarioResult>
 
     // One-way events with acknowledgement.
     const streams = [
-      { label: "events client to actor over NATS JetStream", peer: meshEventsOn("bun", overNats, "events over NATS JetStream") },
+      { label: "events client to actor over NATS JetStream", peer: meshEventsOn("bun", { meshSettings: overNats, name: "events over NATS JetStream" }) },
       { label: "events client to actor over Unix sockets", peer: meshEventsOn("bun") },
       { label: "raw nats.js publish (core NATS)", peer: natsStream },
     ];

@@ -55,13 +55,16 @@ export const meshEvents: StreamPeer = meshEventsOn("bun");
  * runs it: the other actor-path contenders measure the path with them off, and a `handled`
  * line per event costs the sink about half as much CPU again (docs/benchmarks.md).
  */
-export const meshEventsTraced: StreamPeer = meshEventsOn("bun", "", "actor path events, trace lines on (the default)", true);
+export const meshEventsTraced: StreamPeer = meshEventsOn("bun", { name: "actor path events, trace lines on (the default)", traceLines: true });
 
 /**
  * The same with the sink actor on `runtime` (the deno scenario), with `meshSettings` on the mesh
  * line (the nats scenario), or with the sink's trace lines on (`traceLines`).
  */
-export function meshEventsOn(runtime: "bun" | "deno", meshSettings = "", name = runtime === "bun" ? "actor path events" : "actor path events, Deno sink", traceLines = false): StreamPeer {
+export function meshEventsOn(
+  runtime: "bun" | "deno",
+  { meshSettings = "", name = runtime === "bun" ? "actor path events" : "actor path events, Deno sink", traceLines = false }: { meshSettings?: string; name?: string; traceLines?: boolean } = {},
+): StreamPeer {
   return {
   name,
   async open(env) {

@@ -75,8 +75,8 @@ describe("WriteQueue", () => {
     const { taken, socket } = narrowSocket(7);
     const queue = new WriteQueue(socket);
     const source = Uint8Array.from({ length: 300 }, (_, i) => i & 0xff);
-    queue.pushFrame(source, 10, 13); // short: copied byte by byte
-    queue.pushFrame(source, 100, 300); // long: copied as a block
+    queue.pushFrame(source, 10, 13); // a short range
+    queue.pushFrame(source, 100, 300); // a range to the source's end
     queue.pushFrame(Uint8Array.of(9, 8)); // a whole array
     await nextTurn();
     const expected = [0, 0, 0, 3, 10, 11, 12, 0, 0, 0, 200, ...source.slice(100, 300), 0, 0, 0, 2, 9, 8];
