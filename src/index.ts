@@ -50,5 +50,6 @@ export { runAgent, type AgentTask, type AgentOutcome } from "./agent/agent-loop.
 export { loadWorkflow, parseWorkflow } from "./workflow/workflow-loader.ts";
 export type { WorkflowFile } from "./workflow/workflow-schema.ts";
 export { readTrace, renderTrace, type Span } from "./observability/trace-tree.ts";
+export { readEvents, type LogEvent } from "./observability/event-log.ts";
 
 export { VERSION } from "./version.ts";

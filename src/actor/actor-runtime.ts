@@ -10,7 +10,7 @@ import type { Logger } from "../../mesh/logger.ts";
 import { Mailbox } from "./mailbox.ts";
 import { ActorMetrics } from "../observability/actor-metrics.ts";
 import type { EventLog } from "../observability/event-log.ts";
-import { parentSpanOf, spanIdOf } from "../observability/trace-context.ts";
+import { parentSpanOf } from "../observability/trace-context.ts";
 
 /** A durable handler call's staged effects; `committed` once staged for its message's commit. */
 interface Effects {
@@ -262,15 +262,9 @@ export class ActorRuntime<State = unknown> {
     if (attempt > 1) this.#metrics.redelivered();
     const events = this.#events;
     if (!events) return;
-    // Serialised by hand: this line is written for every message (see EventLog.writeFields).
-    const parent = parentSpanOf(env.headers);
-    events.writeFields(
-      `"event":"handled","type":"${env.message_type}","trace_id":${JSON.stringify(env.trace_id)},"message_id":"${env.message_id}",` +
-        `"span_id":"${spanIdOf(env.message_id)}",${parent ? `"parent_span_id":"${parent}",` : ""}"source":${JSON.stringify(env.source_agent)},` +
-        `${env.topic !== undefined ? `"topic":${JSON.stringify(env.topic)},` : ""}${env.capability !== undefined ? `"capability":${JSON.stringify(env.capability)},` : ""}` +
-        `"attempt":${attempt},"started_at":${Date.now() - seconds * 1000},"duration_ms":${Math.round(seconds * 1e6) / 1000},` +
-        `"status":"${errorCode === undefined ? "ok" : "error"}"${errorCode !== undefined ? `,"error_code":${errorCode}` : ""}`,
-    );
+    // A binary record, not a JSON line: it is written for every message (src/observability/span-log.ts).
+    const durationMs = seconds * 1000;
+    events.handled(env, Date.now() - durationMs, durationMs, attempt, errorCode, parentSpanOf(env.headers));
   }
 
   /** A durable call's staged writes and outbox, and the context view of them. */
@@ -346,15 +340,9 @@ export class ActorRuntime<State = unknown> {
   }
 }
 
-/** The "sent" line of a message this actor routed, serialised by hand like the "handled" line. */
+/** The "sent" record of a message this actor routed. */
 function logSent(events: EventLog, env: Envelope, destinations: readonly string[]): void {
-  const parent = parentSpanOf(env.headers);
-  events.writeFields(
-    `"event":"sent","type":"${env.message_type}","trace_id":${JSON.stringify(env.trace_id)},"message_id":"${env.message_id}",` +
-      `${parent ? `"parent_span_id":"${parent}",` : ""}"to":${JSON.stringify(destinations)}` +
-      `${env.topic !== undefined ? `,"topic":${JSON.stringify(env.topic)}` : ""}${env.capability !== undefined ? `,"capability":${JSON.stringify(env.capability)}` : ""}` +
-      `${env.correlation_id !== undefined ? `,"correlation_id":${JSON.stringify(env.correlation_id)}` : ""}`,
-  );
+  events.sent(env, destinations, parentSpanOf(env.headers));
 }
 
 /**

@@ -55,6 +55,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "rebuild one flow across actors as a tree with timings",
     run: async (argv) => (await import("./trace.ts")).runTraceCommand(argv),
   },
+  events: {
+    usage: "events [member] [--dir D] [--follow]",
+    summary: "print event logs as JSON Lines (each handled or sent message's record too), or follow them",
+    run: async (argv) => (await import("./events.ts")).runEventsCommand(argv),
+  },
   bench: {
     usage: "bench [scenario...] [--quick] [--json out.json] [--duration s]",
     summary: "run benchmarks against the raw socket (see docs/benchmarks.md)",

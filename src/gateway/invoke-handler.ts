@@ -131,14 +131,13 @@ export class InvokeHandler {
       trace_id: traceId, at: span.startedAt, route: type, target, duration_ms: Math.round(duration * 1000) / 1000,
       status: errorCode === undefined ? "ok" : "error", ...(errorCode !== undefined && { error_code: errorCode }),
     });
-    // Serialised by hand, as the actor runtime's line: the same fields, in the order write() gives them.
-    const caller = span.caller ? `"parent_span_id":"${span.caller.parentSpanId}",` : "";
-    this.#events?.writeFields(
-      `"event":"handled","type":"${type}","label":${JSON.stringify(`${type} → ${target}`)},"trace_id":${JSON.stringify(traceId)},"span_id":"${span.id}",${caller}` +
-        `"started_at":${span.startedAt},"duration_ms":${Math.round(duration * 1000) / 1000},"status":"${errorCode === undefined ? "ok" : "error"}"` +
-        // An actor's error payload is not checked: a code that is no number is null, as JSON.stringify wrote it.
-        `${errorCode !== undefined ? `,"error_code":${Number.isFinite(errorCode) ? errorCode : null}` : ""}`,
-    );
+    // A binary record beside the log's JSON lines, as the actors' (src/observability/span-log.ts).
+    this.#events?.handledSpan({
+      type, label: `${type} → ${target}`, trace_id: traceId, span_id: span.id, parent_span_id: span.caller?.parentSpanId,
+      started_at: span.startedAt, duration_ms: duration,
+      // An actor's error payload is not checked: a code that is no number reads back as null.
+      error_code: errorCode,
+    });
   }
 }
 

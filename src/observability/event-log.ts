@@ -1,6 +1,8 @@
 import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import type { Envelope } from "../../mesh/envelope.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";
+import { decodeSpansInto, SpanBatch, type HandledSpan, type SpanEvent } from "./span-log.ts";
 
 /** One line of an actor's event log. `event` names what happened; the rest depends on it. */
 export interface LogEvent {
@@ -40,30 +42,38 @@ const ROTATE_BYTES = 64 * 1024 * 1024;
 const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
- * An append-only JSON Lines file of events (one per mesh member under `<mesh dir>/logs/`).
- * Lines collect in memory, encoded, and go to the file in one write 200 ms after the first (or past
- * 256 KiB, and on exit): a write per line, even through Bun's FileSink, cost about half a
- * microsecond each, which showed in every hop. Rotates at 64 MiB keeping one previous file.
+ * An append-only log of events of one mesh member (under `<mesh dir>/logs/`), in two files: the
+ * JSON Lines file it is named by (`echo.0.jsonl`: start, stop, errors, tool calls, anything
+ * written with `write`), and beside it the binary records of every message handled or sent
+ * (`echo.0.spans`, src/observability/span-log.ts: a JSON line per message cost an actor about a
+ * third of its CPU per event). Readers (`readEvents`, `hermes-mesh events`, the trace lookups)
+ * give both back as the same event objects.
  *
- * A log that cannot write (a full disk, a missing directory) never throws: the lines of a
- * failed write are dropped and counted (`dropped`), a batch is written whole or not at all,
- * and the first failure is warned about once. When writing works again the file gets a
- * `log_dropped` line with the count, and a warning says how many were lost; so does close()
- * while the log still cannot write.
+ * What is written collects in memory, encoded, and goes to the files in one write each 200 ms
+ * after the first (or past 256 KiB, and on exit). Each file rotates at 64 MiB keeping one
+ * previous file (`.1.jsonl`, `.1.spans`).
+ *
+ * A log that cannot write (a full disk, a missing directory) never throws: the lines and
+ * records of a failed write are dropped and counted (`dropped`), a batch is written whole or
+ * not at all, and the first failure is warned about once. When writing works again the JSON
+ * file gets a `log_dropped` line with the count, and a warning says how many were lost; so
+ * does close() while the log still cannot write.
  *
  * @example
  * const log = new EventLog(`${dir}/logs/echo.jsonl`, { actor: "echo" });
- * log.write({ event: "handled", trace_id, message_id, duration_ms: 0.4 });
- * if (log.dropped > 0) console.warn(`${log.dropped} event lines lost`);
+ * log.write({ event: "started", pid: process.pid });
+ * log.handled(envelope, startedAt, 0.4, 1, undefined, undefined); // to echo.spans
+ * if (log.dropped > 0) console.warn(`${log.dropped} events lost`);
  */
 export class EventLog {
   readonly path: string;
+  /** The binary file of per-message records beside `path`. */
+  readonly spansPath: string;
   readonly rotateBytes: number;
   #bound: Record<string, unknown>;
   #boundFields: string;
-  /** -1 while the file is not open (it could not be opened or reopened): the next flush tries again. */
-  #fd = -1;
-  #mode: number;
+  #lines: AppendOnlyFile;
+  #spanFile: AppendOnlyFile;
   /**
    * Lines not yet written, already encoded: a line becomes bytes as it is written, so its string
    * dies young (kept as strings until the flush, the lines of a busy actor outlived the young
@@ -72,7 +82,8 @@ export class EventLog {
   #pending = Buffer.allocUnsafe(INITIAL_PENDING_BYTES);
   #pendingBytes = 0;
   #pendingLines = 0;
-  #bytes = 0;
+  /** Per-message records not yet written; made with the first one (a member that handles nothing never has one). */
+  #spans: SpanBatch | undefined;
   /** Armed by the first line after a flush: an idle log sets no timer and wakes nothing. */
   #timer: ReturnType<typeof setTimeout> | undefined;
   #flushLater = () => {
@@ -84,29 +95,29 @@ export class EventLog {
   #dropped = 0;
   /** The writes failing now: since when, how many lines lost since, the first error. */
   #outage: { since: number; dropped: number; error: string } | undefined;
-  /** The file ends mid-line (a cut-back that failed, a writer killed mid-write): the next write ends it first. */
-  #torn = false;
-  #simulatedFull: string | undefined;
   #onExit = () => this.#finish();
 
   constructor(path: string, bound: Record<string, unknown> = {}, options: EventLogOptions = {}) {
     this.rotateBytes = options.rotateBytes ?? ROTATE_BYTES;
-    this.#mode = options.mode ?? 0o600;
+    const mode = options.mode ?? 0o600;
     this.path = path;
+    this.spansPath = spansPathOf(path);
     this.#bound = bound;
     const inner = JSON.stringify(bound).slice(1, -1);
     this.#boundFields = inner ? `${inner},` : "";
     this.#log = options.log ?? createLogger({ ...bound, component: "event-log" });
-    this.#simulatedFull = process.env[DISK_FULL_ENV] || undefined;
+    const simulatedFull = process.env[DISK_FULL_ENV] || undefined;
+    this.#lines = new AppendOnlyFile(path, mode, true, simulatedFull);
+    this.#spanFile = new AppendOnlyFile(this.spansPath, mode, false, simulatedFull);
     try {
-      this.#open();
+      this.#lines.open();
     } catch (error) {
       this.#failed(0, error);
     }
     process.once("exit", this.#onExit);
   }
 
-  /** Lines lost since this log was created because they could not be written. */
+  /** Lines and records lost since this log was created because they could not be written. */
   get dropped(): number {
     return this.#dropped;
   }
@@ -118,12 +129,39 @@ export class EventLog {
 
   /**
    * Writes a line whose fields the caller already serialised: `fields` is the inside of a JSON
-   * object (`"event":"handled",...`, no braces). For the per-message lines, where building an
-   * object and stringifying it cost more than the rest of the hop.
+   * object (`"event":"handled",...`, no braces).
    */
   writeFields(fields: string): void {
     if (this.#closed) return;
     this.#append(`{"ts":${Date.now()},${this.#boundFields}${fields}}\n`);
+  }
+
+  /**
+   * The `handled` record of one message (to the span file): when it started (ms since the
+   * epoch), how long it took (ms), its attempt, its error code if it failed, and the span that
+   * caused it (`parentSpanOf(env.headers)`).
+   */
+  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
+    if (this.#closed) return;
+    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanId);
+    this.#wrote(spans.bytes);
+  }
+
+  /** The `handled` record of a handling named by a span id of its own (the gateway's span of an HTTP request). */
+  handledSpan(span: HandledSpan): void {
+    if (this.#closed) return;
+    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    spans.handledSpan(span);
+    this.#wrote(spans.bytes);
+  }
+
+  /** The `sent` record of a message routed to `destinations`. */
+  sent(env: Envelope, destinations: readonly string[], parentSpanId: string | undefined): void {
+    if (this.#closed) return;
+    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    spans.sent(env, JSON.stringify(destinations), parentSpanId);
+    this.#wrote(spans.bytes);
   }
 
   #append(line: string): void {
@@ -136,32 +174,59 @@ export class EventLog {
     }
     this.#pendingBytes += this.#pending.write(line, this.#pendingBytes);
     this.#pendingLines++;
-    if (this.#pendingBytes > FLUSH_BYTES) this.flush();
+    this.#wrote(this.#pendingBytes);
+  }
+
+  /** Something was buffered, `bytes` now in its buffer: flush at once past 256 KiB, else within 200 ms. */
+  #wrote(bytes: number): void {
+    if (bytes > FLUSH_BYTES) this.flush();
     else if (this.#timer === undefined) {
       this.#timer = setTimeout(this.#flushLater, FLUSH_MS);
       this.#timer.unref?.();
     }
   }
 
-  /** Writes what is buffered, in one write. Never throws: a failed batch is dropped and counted. */
+  /** Writes what is buffered, in one write per file. Never throws: a failed batch is dropped and counted. */
   flush(): void {
-    if (this.#closed || this.#pendingLines === 0) return;
-    const count = this.#pendingLines;
-    const lines = this.#pending.subarray(0, this.#pendingBytes);
-    // After an outage the file first says how much is missing, in the same write as what follows.
-    const buffer = this.#outage ? Buffer.concat([Buffer.from(this.#gapLine(this.#outage)), lines]) : lines;
-    // The buffer is reused once the (synchronous) write is done; one grown for a huge line is let go.
-    this.#pendingBytes = 0;
-    this.#pendingLines = 0;
-    if (this.#pending.length > MAX_KEPT_PENDING_BYTES) this.#pending = Buffer.allocUnsafe(INITIAL_PENDING_BYTES);
-    try {
-      this.#writeWhole(buffer);
-    } catch (error) {
-      this.#failed(count, error);
+    if (this.#closed) return;
+    let failure: { error: unknown } | undefined;
+    let lost = 0;
+    const records = this.#spans?.count ?? 0;
+    if (records > 0) {
+      const batch = this.#spans!.take();
+      try {
+        this.#spanFile.writeWhole(batch);
+      } catch (error) {
+        failure = { error };
+        lost += records;
+      }
+      this.#spans!.reset(MAX_KEPT_PENDING_BYTES);
+    }
+    // After an outage the JSON file first says how much is missing, in the same write as what follows.
+    const gap = this.#outage && !failure;
+    if (this.#pendingLines > 0 || gap) {
+      const count = this.#pendingLines;
+      const lines = this.#pending.subarray(0, this.#pendingBytes);
+      const buffer = gap ? Buffer.concat([Buffer.from(this.#gapLine(this.#outage!)), lines]) : lines;
+      // The buffer is reused once the (synchronous) write is done; one grown for a huge line is let go.
+      this.#pendingBytes = 0;
+      this.#pendingLines = 0;
+      if (this.#pending.length > MAX_KEPT_PENDING_BYTES) this.#pending = Buffer.allocUnsafe(INITIAL_PENDING_BYTES);
+      try {
+        this.#lines.writeWhole(buffer);
+      } catch (error) {
+        failure ??= { error };
+        lost += count;
+      }
+    }
+    if (failure) {
+      this.#failed(lost, failure.error);
       return;
     }
     if (this.#outage) this.#recovered(this.#outage);
-    if (this.#bytes > this.rotateBytes) this.#rotate();
+    for (const file of [this.#lines, this.#spanFile]) {
+      if (file.bytes > this.rotateBytes && !file.rotate()) this.#failed(0, file.lastError);
+    }
   }
 
   async close(): Promise<void> {
@@ -171,7 +236,7 @@ export class EventLog {
     process.off("exit", this.#onExit);
   }
 
-  /** The last flush, then the file closes; an outage still going on is reported with its count. */
+  /** The last flush, then the files close; an outage still going on is reported with its count. */
   #finish(): void {
     if (this.#closed) return;
     this.flush();
@@ -179,44 +244,8 @@ export class EventLog {
     if (this.#outage) {
       this.#log.warn("event log closed while it could not write", { path: this.path, dropped: this.#outage.dropped, dropped_total: this.#dropped, since: this.#outage.since, error: this.#outage.error });
     }
-    this.#closeFd();
-  }
-
-  /**
-   * Appends `buffer` completely or not at all: a write that fails part way (the disk filled
-   * up mid-batch) is cut off again, so the file never holds half a line.
-   */
-  #writeWhole(buffer: Buffer): void {
-    if (this.#fd < 0) this.#open();
-    if (this.#simulatedFull !== undefined && existsSync(this.#simulatedFull)) throw simulatedEnospc();
-    const start = fstatSync(this.#fd).size;
-    const data = this.#torn ? Buffer.concat([NEWLINE, buffer]) : buffer;
-    let written = 0;
-    try {
-      while (written < data.length) written += writeSync(this.#fd, data, written);
-    } catch (error) {
-      if (written > 0) this.#cutBack(start);
-      throw error;
-    }
-    this.#torn = false;
-    this.#bytes = start + data.length;
-  }
-
-  #cutBack(size: number): void {
-    try {
-      ftruncateSync(this.#fd, size);
-    } catch {
-      // Cannot even truncate: reopen before the next write, which then starts on a fresh line.
-      this.#closeFd();
-    }
-  }
-
-  #open(): void {
-    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    // a+: appends, and reads the last byte to see whether the file ends mid-line.
-    this.#fd = openSync(this.path, "a+", this.#mode);
-    this.#bytes = fstatSync(this.#fd).size;
-    this.#torn = this.#bytes > 0 && !endsWithNewline(this.#fd, this.#bytes);
+    this.#lines.closeFd();
+    this.#spanFile.closeFd();
   }
 
   #failed(count: number, error: unknown): void {
@@ -238,20 +267,155 @@ export class EventLog {
   #gapLine(outage: { since: number; dropped: number; error: string }): string {
     return `${JSON.stringify({ ts: Date.now(), ...this.#bound, event: "log_dropped", dropped: outage.dropped, since: outage.since, error: outage.error })}\n`;
   }
+}
 
-  #rotate(): void {
+/**
+ * Every event of one log as objects, oldest first: the lines of its JSON Lines file and the
+ * records of its span file, merged by `ts` (rotated files are not included). A torn last line
+ * or batch of a killed writer is skipped; a log that does not exist gives none.
+ *
+ * @example
+ * const handled = readEvents(join(dir, "logs", "echo.0.jsonl")).filter((e) => e.event === "handled");
+ */
+export function readEvents(path: string): LogEvent[] {
+  // A stable sort: what was written in the same millisecond keeps its order within each file.
+  return new EventLogTail(path).read().sort((a, b) => Number(a.ts) - Number(b.ts));
+}
+
+/**
+ * A reader following one event log (its JSON Lines file and its span file), as `tail -f` does:
+ * each `read()` returns what was appended since the last one, whole lines and whole batches
+ * only, in file order (JSON lines first). A file that became smaller was rotated: it is read
+ * again from its start.
+ *
+ * @example
+ * const tail = new EventLogTail(join(dir, "logs", "echo.0.jsonl"));
+ * setInterval(() => tail.read().forEach((e) => console.log(JSON.stringify(e))), 250);
+ */
+export class EventLogTail {
+  #lines = 0;
+  #spans = 0;
+
+  constructor(readonly path: string) {}
+
+  read(): LogEvent[] {
+    const events: LogEvent[] = [];
+    this.#lines = readFrom(this.path, this.#lines, (bytes) => {
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      for (const line of bytes.toString("utf8", 0, end).split("\n")) {
+        if (!line) continue;
+        try {
+          events.push(JSON.parse(line));
+        } catch {
+          // A torn line of a killed writer.
+        }
+      }
+      return end;
+    });
+    this.#spans = readFrom(spansPathOf(this.path), this.#spans, (bytes) => decodeSpansInto(bytes, events as SpanEvent[]));
+    return events;
+  }
+}
+
+/** Hands the bytes of `path` from `offset` to `take`, which says how many it used; returns the new offset. */
+function readFrom(path: string, offset: number, take: (bytes: Buffer) => number): number {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return 0;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const from = size < offset ? 0 : offset;
+    if (size === from) return from;
+    const bytes = Buffer.allocUnsafe(size - from);
+    let read = 0;
+    while (read < bytes.length) {
+      const n = readSync(fd, bytes, read, bytes.length - read, from + read);
+      if (n <= 0) break;
+      read += n;
+    }
+    return from + take(bytes.subarray(0, read));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The span file beside a JSON Lines log: `echo.0.jsonl` -> `echo.0.spans`.
+ *
+ * @example
+ * spansPathOf("/tmp/m/logs/echo.0.jsonl"); // "/tmp/m/logs/echo.0.spans"
+ */
+export function spansPathOf(path: string): string {
+  return `${path.replace(/\.jsonl$/, "")}.spans`;
+}
+
+/**
+ * One file an event log appends to: opened when first written (and again after a failure),
+ * each batch appended whole or cut back, rotated by renaming to `<name>.1.<ext>`. `lines`: a
+ * JSON Lines file, which must not go on from a torn last line.
+ */
+class AppendOnlyFile {
+  /** -1 while the file is not open (it could not be opened or reopened): the next write tries again. */
+  #fd = -1;
+  /** Size of the file as this writer knows it. */
+  bytes = 0;
+  lastError: unknown;
+  /** The file ends mid-line (a cut-back that failed, a writer killed mid-write): the next write ends it first. */
+  #torn = false;
+
+  constructor(
+    readonly path: string,
+    readonly mode: number,
+    readonly lines: boolean,
+    readonly simulatedFull: string | undefined,
+  ) {}
+
+  open(): void {
+    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+    // a+: appends, and reads the last byte to see whether the file ends mid-line.
+    this.#fd = openSync(this.path, "a+", this.mode);
+    this.bytes = fstatSync(this.#fd).size;
+    this.#torn = this.lines && this.bytes > 0 && !endsWithNewline(this.#fd, this.bytes);
+  }
+
+  /**
+   * Appends `buffer` completely or not at all: a write that fails part way (the disk filled
+   * up mid-batch) is cut off again, so the file never holds half a line or half a batch.
+   */
+  writeWhole(buffer: Buffer): void {
+    if (this.#fd < 0) this.open();
+    if (this.simulatedFull !== undefined && existsSync(this.simulatedFull)) throw simulatedEnospc();
+    const start = fstatSync(this.#fd).size;
+    const data = this.#torn ? Buffer.concat([NEWLINE, buffer]) : buffer;
+    let written = 0;
     try {
-      this.#closeFd();
-      renameSync(this.path, this.path.replace(/\.jsonl$/, ".1.jsonl"));
-      this.#open();
+      while (written < data.length) written += writeSync(this.#fd, data, written);
     } catch (error) {
-      // The next flush opens the file again, wherever the rename left it.
-      this.#closeFd();
-      this.#failed(0, error);
+      if (written > 0) this.#cutBack(start);
+      throw error;
+    }
+    this.#torn = false;
+    this.bytes = start + data.length;
+  }
+
+  /** Renames the file to `<name>.1.<ext>` and starts a new one; false (lastError set) when that failed: the next write opens it again, wherever the rename left it. */
+  rotate(): boolean {
+    try {
+      this.closeFd();
+      renameSync(this.path, this.path.replace(/(\.[a-z]+)$/, ".1$1"));
+      this.open();
+      return true;
+    } catch (error) {
+      this.closeFd();
+      this.lastError = error;
+      return false;
     }
   }
 
-  #closeFd(): void {
+  closeFd(): void {
     if (this.#fd < 0) return;
     try {
       closeSync(this.#fd);
@@ -259,6 +423,15 @@ export class EventLog {
       // Already unusable: nothing more to lose.
     }
     this.#fd = -1;
+  }
+
+  #cutBack(size: number): void {
+    try {
+      ftruncateSync(this.#fd, size);
+    } catch {
+      // Cannot even truncate: reopen before the next write, which then starts on a fresh line.
+      this.closeFd();
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { open, readdir, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
+import { decodeSpansInto, type SpanEvent } from "./span-log.ts";
 
 /** One handled message of a trace, as the event logs recorded it. */
 export interface Span {
@@ -53,7 +54,8 @@ export interface FindTraceOptions {
 }
 
 /**
- * Reads every event log of a mesh (`<dir>/logs/*.jsonl`, rotated files included) and returns
+ * Reads every event log of a mesh (`<dir>/logs/*.jsonl` and the span files beside them,
+ * `*.spans`; rotated files included) and returns
  * the spans of one trace as a forest: each handled message under the handler that sent it.
  * Redeliveries of one message (same span id) appear once per handling, in time order.
  * Synchronous, for the CLI and tests; a server uses `findTrace`, which never blocks its loop.
@@ -73,7 +75,7 @@ export function readTrace(dir: string, traceId: string): Span[] {
       continue; // rotated away since the listing
     }
     try {
-      const scan = new FileScan(fstatSync(fd).size);
+      const scan = scanOf(path, fstatSync(fd).size);
       while (!scan.done) {
         buffer = scan.fit(buffer);
         const read = readSync(fd, buffer, 0, scan.want(buffer), scan.position);
@@ -119,7 +121,7 @@ export async function findTrace(dir: string, traceId: string, options: FindTrace
       continue;
     }
     try {
-      const scan = new FileScan((await handle.stat()).size);
+      const scan = scanOf(path, (await handle.stat()).size);
       while (!scan.done) {
         if ((reason = stopReason())) break files;
         buffer = scan.fit(buffer);
@@ -153,46 +155,57 @@ async function logFilesAsync(dir: string): Promise<string[]> {
 }
 
 function orderLogs(names: string[]): string[] {
-  const rotated = (f: string) => /\.\d+\.jsonl$/.test(f);
-  const logs = names.filter((f) => f.endsWith(".jsonl")).sort();
+  const rotated = (f: string) => /\.\d+\.(jsonl|spans)$/.test(f);
+  const logs = names.filter((f) => f.endsWith(".jsonl") || f.endsWith(".spans")).sort();
   return [...logs.filter((f) => !rotated(f)), ...logs.filter(rotated)];
 }
 
+/** How a file is read: JSON lines, or the binary records of a span file (span-log.ts). */
+function scanOf(path: string, size: number): FileScan | SpanFileScan {
+  return path.endsWith(".spans") ? new SpanFileScan(size) : new FileScan(size);
+}
+
 /**
- * The reading position in one file. Reads are positional and consume whole lines only: the
- * unfinished tail of a chunk is read again at the start of the next one, so no bytes are
- * copied between chunks. A line longer than the buffer grows it (up to MAX_LINE_BYTES, past
- * which the line is skipped).
+ * The reading position in one file, read in chunks into one buffer: what a chunk ends with
+ * unfinished is read again at the start of the next one, so no bytes are copied between
+ * chunks; a unit (line or batch) longer than the buffer grows it, up to MAX_LINE_BYTES.
  */
-class FileScan {
+abstract class ChunkedScan {
   position = 0;
-  readonly #size: number;
-  #grow = false;
-  #skipping = false;
+  protected readonly size: number;
+  protected grow = false;
 
   constructor(size: number) {
-    this.#size = size;
+    this.size = size;
   }
 
   get done(): boolean {
-    return this.position >= this.#size;
+    return this.position >= this.size;
   }
 
-  /** The buffer to read into next: the same one, or a bigger one for a long line. */
+  /** The buffer to read into next: the same one, or a bigger one for a long unit. */
   fit(buffer: Buffer): Buffer {
-    if (!this.#grow) return buffer;
-    this.#grow = false;
+    if (!this.grow) return buffer;
+    this.grow = false;
     return Buffer.allocUnsafe(buffer.length * 2);
   }
 
   want(buffer: Buffer): number {
-    return Math.min(buffer.length, this.#size - this.position);
+    return Math.min(buffer.length, this.size - this.position);
   }
+
+  /** Hands what is whole among `read` bytes to the collector and moves past it. */
+  abstract take(buffer: Buffer, read: number, collector: SpanCollector): void;
+}
+
+/** A JSON Lines file: whole lines only; a line past MAX_LINE_BYTES is skipped. */
+class FileScan extends ChunkedScan {
+  #skipping = false;
 
   /** Hands the whole lines among `read` bytes to the collector and moves past them. */
   take(buffer: Buffer, read: number, collector: SpanCollector): void {
     if (read <= 0) {
-      this.position = this.#size; // the file shrank (truncated by hand): nothing more to read
+      this.position = this.size; // the file shrank (truncated by hand): nothing more to read
       return;
     }
     const view = buffer.subarray(0, read);
@@ -203,11 +216,11 @@ class FileScan {
       this.position += newline === -1 ? read : newline + 1;
       return;
     }
-    const final = this.position + read >= this.#size;
+    const final = this.position + read >= this.size;
     const end = final ? view.length : view.lastIndexOf(NEWLINE) + 1;
     if (end === 0 && !final) {
       // No newline in a whole buffer: a long line. Grow and read it again, or skip it.
-      if (buffer.length * 2 <= MAX_LINE_BYTES) this.#grow = true;
+      if (buffer.length * 2 <= MAX_LINE_BYTES) this.grow = true;
       else {
         this.#skipping = true;
         this.position += read;
@@ -219,17 +232,38 @@ class FileScan {
   }
 }
 
+/**
+ * The reading position in a span file: each chunk's whole batches are decoded (only those that
+ * hold the trace id's bytes); an unfinished batch at a chunk's end is read again with the next
+ * chunk, and one bigger than the buffer grows it.
+ */
+class SpanFileScan extends ChunkedScan {
+  take(buffer: Buffer, read: number, collector: SpanCollector): void {
+    if (read <= 0) {
+      this.position = this.size;
+      return;
+    }
+    const events: SpanEvent[] = [];
+    const consumed = decodeSpansInto(buffer.subarray(0, read), events, collector.traceId);
+    for (const event of events) collector.event(event);
+    if (this.position + read >= this.size) this.position = this.size;
+    else if (consumed > 0) this.position += consumed;
+    else if (buffer.length * 2 <= MAX_LINE_BYTES) this.grow = true;
+    else this.position += read; // a batch too big to hold: skipped
+  }
+}
+
 /** Picks the lines of one trace out of raw log bytes and turns its `handled` lines into spans. */
 class SpanCollector {
   readonly spans: Span[] = [];
-  readonly #traceId: string;
+  readonly traceId: string;
   /** The trace id as it appears in a line: a cheap byte search before any decoding or parsing. */
   readonly #needle: Buffer;
   /** Lines already taken: a file renamed by rotation while being read may be met twice. */
   readonly #seen = new Set<string>();
 
   constructor(traceId: string) {
-    this.#traceId = traceId;
+    this.traceId = traceId;
     this.#needle = Buffer.from(JSON.stringify(traceId));
   }
 
@@ -253,7 +287,20 @@ class SpanCollector {
     } catch {
       return; // a torn last line of a killed process
     }
-    if (event.trace_id !== this.#traceId || event.event !== "handled" || typeof event.span_id !== "string") return;
+    this.#take(event);
+  }
+
+  /** A record of a span file, already decoded. */
+  event(event: SpanEvent): void {
+    // A file renamed by rotation while being read may be met twice: the same record says the same.
+    const key = `${event.actor}|${event.span_id}|${event.ts}|${event.started_at}|${event.attempt}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.#take(event);
+  }
+
+  #take(event: Record<string, unknown>): void {
+    if (event.trace_id !== this.traceId || event.event !== "handled" || typeof event.span_id !== "string") return;
     this.spans.push({
       span_id: event.span_id,
       ...(typeof event.parent_span_id === "string" && { parent_span_id: event.parent_span_id }),

@@ -7,6 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
+import { readEvents } from "../../src/observability/event-log.ts";
 import { join } from "node:path";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
@@ -150,8 +151,8 @@ for (const { kind, skip } of diskKinds()) {
       const logPath = join(disk.dir, "logs", "echo.jsonl");
       await waitFor(async () => {
         await t.client.request("echo", { n: 0 }, { timeoutMs: TIMEOUT_MS });
-        return readFileSync(logPath, "utf8").includes('"event":"handled"');
-      }, "a first handled line in the log");
+        return readEvents(logPath).some((e) => e.event === "handled");
+      }, "a first handled record in the log");
 
       disk.fill();
       let n = 1;

@@ -5,7 +5,7 @@
  * round trip, and every instance of a pool answers.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readEvents } from "../../src/observability/event-log.ts";
 import { join } from "node:path";
 import { meshHop } from "../../bench/adapters/mesh-hop.ts";
 import { meshEvents, meshEventsTraced } from "../../bench/adapters/mesh-stream.ts";
@@ -155,12 +155,9 @@ describe("hop", () => {
 });
 
 describe("actor path events", () => {
-  /** The sink's `handled` lines for events, from its event log (none when it has no log). */
-  const handledEvents = (meshDir: string): number => {
-    const path = join(meshDir, "logs", "sink.jsonl");
-    if (!existsSync(path)) return 0;
-    return readFileSync(path, "utf8").split("\n").filter((line) => line.includes('"event":"handled"') && line.includes('"type":"event"')).length;
-  };
+  /** The sink's `handled` records of events, from its event log (none when it has no log). */
+  const handledEvents = (meshDir: string): number =>
+    readEvents(join(meshDir, "logs", "sink.jsonl")).filter((e) => e.event === "handled" && e.type === "event").length;
 
   test("the traced contender's sink writes a trace line per event, the other none, and both count every event", async () => {
     using dir = tempDir();

@@ -36,6 +36,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readEvents, spansPathOf } from "../../src/observability/event-log.ts";
 import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";
@@ -275,8 +276,9 @@ describe("an agent container simulated with namespaces", () => {
         };
         expect(owned(join(t.dir, "data", `${NAME}.db`))).toEqual({ uid, gid, mode: "600" });
         const eventLog = join(t.dir, "logs", `${NAME}.jsonl`);
-        await waitFor(() => existsSync(eventLog) && readFileSync(eventLog, "utf8").includes(`"event":"handled"`), "the agent's event log written", 10_000);
+        await waitFor(() => existsSync(eventLog) && readEvents(eventLog).some((e) => e.event === "handled"), "the agent's event log written", 10_000);
         expect(owned(eventLog)).toEqual({ uid, gid, mode: "640" });
+        expect(owned(spansPathOf(eventLog))).toEqual({ uid, gid, mode: "640" });
 
         // kill -9 by its host pid: its PID namespace, and with it its mount namespace, end.
         process.kill(hostPid, "SIGKILL");

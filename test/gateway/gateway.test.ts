@@ -1,7 +1,7 @@
 /** The gateway over real HTTP, a real Unix socket and a real WebSocket, in front of a real mesh. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { readEvents, type LogEvent } from "../../src/observability/event-log.ts";
 import { readTrace } from "../../src/observability/trace-tree.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { chunkedBody, waitFor } from "../helpers.ts";
@@ -177,15 +177,14 @@ describe("gateway", () => {
   test("a request that fails is logged by the gateway with status error and its code", async () => {
     const answer = await body(await invoke({ ...SEED, meta: { ...SEED.meta, trace_id: "trace-nope" }, payload: { tool: "nope" } }));
     expect(answer.payload).toMatchObject({ error_code: 8 });
-    let line: string | undefined;
+    let fields: LogEvent | undefined;
     await waitFor(() => {
-      line = readFileSync(join(t.dir, "logs", "gateway.jsonl"), "utf8").split("\n").find((l) => l.includes('"trace-nope"'));
-      return line !== undefined;
-    }, "the gateway's line", 5000);
-    const fields = JSON.parse(line!);
+      fields = readEvents(join(t.dir, "logs", "gateway.jsonl")).find((e) => e.trace_id === "trace-nope");
+      return fields !== undefined;
+    }, "the gateway's record", 5000);
     expect(fields).toMatchObject({ event: "handled", type: "request", label: "request → capability:nope", status: "error", error_code: 8 });
-    expect(Object.keys(fields).at(-1)).toBe("error_code");
-    expect(fields.parent_span_id).toBeUndefined();
+    expect(Object.keys(fields!).at(-1)).toBe("error_code");
+    expect(fields!.parent_span_id).toBeUndefined();
   });
 
   test("a W3C traceparent from HTTP becomes the parent of the trace, which `trace` rebuilds across actors", async () => {
@@ -197,9 +196,8 @@ describe("gateway", () => {
       return roots.length === 1 && roots[0]!.children.length === 1;
     }, "both spans in the event logs", 5000);
     expect(roots[0]).toMatchObject({ actor: "gateway", parent_span_id: "00f067aa0ba902b7", status: "ok" });
-    // The gateway's own line, field by field and in order (it is serialised by hand).
-    const line = readFileSync(join(t.dir, "logs", "gateway.jsonl"), "utf8").split("\n").find((l) => l.includes('"trace-w3c"'))!;
-    const fields = JSON.parse(line);
+    // The gateway's own record, field by field and in the order its JSON line had them.
+    const fields = readEvents(join(t.dir, "logs", "gateway.jsonl")).find((e) => e.trace_id === "trace-w3c")! as Record<string, any>;
     expect(Object.keys(fields)).toEqual(["ts", "actor", "event", "type", "label", "trace_id", "span_id", "parent_span_id", "started_at", "duration_ms", "status"]);
     expect(fields).toMatchObject({ actor: "gateway", event: "handled", type: "request", label: "request → capability:calculator", trace_id: "trace-w3c", parent_span_id: "00f067aa0ba902b7", status: "ok" });
     expect(fields.span_id).toMatch(/^[0-9a-f]{16}$/);

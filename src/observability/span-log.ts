@@ -1,0 +1,412 @@
+import { Buffer } from "node:buffer";
+import type { Envelope } from "../../mesh/envelope.ts";
+import { spanIdOf } from "./trace-context.ts";
+
+/**
+ * The per-message records of an event log (`handled` and `sent`), kept in binary beside its
+ * JSON Lines: `<mesh dir>/logs/<address>.spans`. Why: written as JSON text, the line of every
+ * handled message cost an actor about a third of its CPU per event (building and encoding it,
+ * and the garbage it left); a binary record is a few field writes and no garbage. The reading
+ * side (`readEvents`, `hermes-mesh events`, the trace lookups) turns records back into the
+ * same objects the JSON lines were, so nothing downstream sees a difference.
+ *
+ * Layout (little-endian), docs/gateway.md "Tracing":
+ * - The file is a sequence of batches, one per flush. A batch: the 8 magic bytes
+ *   `00 48 53 50 41 4e 53 01` ("\0HSPANS\x01"), u32 length of the rest of the batch, u16 length
+ *   of the log's bound fields as JSON (`{"actor":"echo#0"}`), those bytes, then records.
+ * - A record: u32 length of the rest of the record, u8 kind (1 handled, 2 sent), u8 flags (which
+ *   optional strings follow), f64 ts (ms since the epoch), then by kind:
+ *   - handled: f64 started_at (ms), f64 duration (ms), u32 attempt, i32 error code (0: ok,
+ *     -2^31: an error whose code was no number, read back as null);
+ *     strings type, trace_id (absent when it equals message_id), message_id (empty for a span
+ *     named by `span_id` instead), source, and the optional ones flagged: span_id,
+ *     parent_span_id, topic, capability, label.
+ *   - sent: strings type, trace_id (as above), message_id, to (a JSON array), and the flagged
+ *     parent_span_id, topic, capability, correlation_id.
+ * - A string: u32 byte length, UTF-8 bytes.
+ *
+ * A batch is written whole or not at all by a live process; one cut short by a killed process
+ * is recognised (the next writer's magic lies inside its length) and skipped. No record holds
+ * the magic: a string that contains it is written with U+FFFD for its first byte.
+ */
+
+/** A decoded record: the object its JSON line would parse to (an event log's `SpanEvent`). */
+export interface SpanEvent {
+  event: string;
+  [field: string]: unknown;
+}
+
+/** The first bytes of every batch. */
+export const SPAN_BATCH_MAGIC = Buffer.from([0x00, 0x48, 0x53, 0x50, 0x41, 0x4e, 0x53, 0x01]);
+/** The magic as text (its bytes are its UTF-8), and what a string holding it is written with instead. */
+const MAGIC_TEXT = SPAN_BATCH_MAGIC.toString("latin1");
+const DEFUSED_MAGIC_TEXT = `\ufffd${MAGIC_TEXT.slice(1)}`;
+/** Magic, then the u32 length of the rest of the batch. */
+const BATCH_HEADER_BYTES = SPAN_BATCH_MAGIC.length + 4;
+/** A batch longer than this is not believed (a torn or foreign file): the reader looks for the next magic. */
+const MAX_BATCH_BYTES = 256 * 1024 * 1024;
+
+const Kind = { HANDLED: 1, SENT: 2 } as const;
+
+/** Which optional strings a record carries. */
+const Flag = {
+  TRACE_IS_MESSAGE: 1,
+  SPAN_ID: 2,
+  PARENT: 4,
+  TOPIC: 8,
+  CAPABILITY: 16,
+  LABEL: 32,
+  CORRELATION: 64,
+} as const;
+
+/** Most bytes a string of `text` takes in a record: its length and at most 3 UTF-8 bytes per UTF-16 unit. */
+const room = (text: string | undefined) => (text === undefined ? 0 : 4 + text.length * 3);
+
+/** What a gateway (or any member that handles without an envelope of its own) records of one handling. */
+export interface HandledSpan {
+  type: string;
+  trace_id: string;
+  span_id: string;
+  parent_span_id?: string;
+  label?: string;
+  started_at: number;
+  duration_ms: number;
+  error_code?: number;
+}
+
+/**
+ * The records of one batch being collected: encoded as they are written, so each one's strings
+ * die young. `take()` ends the batch (its header filled in) and hands back its bytes.
+ *
+ * @example
+ * const batch = new SpanBatch(JSON.stringify({ actor: "echo#0" }));
+ * batch.handled(envelope, startedAt, 0.42, 1, undefined, undefined);
+ * writeSync(fd, batch.take());
+ */
+export class SpanBatch {
+  readonly #bound: Buffer;
+  #buffer: Buffer;
+  #end = 0;
+  #count = 0;
+
+  constructor(boundJson: string, initialBytes = 16 * 1024) {
+    const bound = Buffer.from(boundJson);
+    // Its length is a u16: fields past that (never a member's address) are left out.
+    this.#bound = bound.length <= 0xffff ? bound : Buffer.from("{}");
+    this.#buffer = Buffer.allocUnsafe(Math.max(initialBytes, BATCH_HEADER_BYTES + 2 + this.#bound.length + 64));
+    this.#begin();
+  }
+
+  /** Records in the batch. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Bytes the batch holds now, its header included. */
+  get bytes(): number {
+    return this.#end;
+  }
+
+  /** One handled envelope: `startedAt` and `durationMs` in ms, `errorCode` when it failed. */
+  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
+    const traceIsMessage = env.trace_id === env.message_id;
+    const { topic, capability } = env;
+    const flags = (traceIsMessage ? Flag.TRACE_IS_MESSAGE : 0) | (parentSpanId !== undefined ? Flag.PARENT : 0) | (topic !== undefined ? Flag.TOPIC : 0) | (capability !== undefined ? Flag.CAPABILITY : 0);
+    let at = this.#record(
+      Kind.HANDLED,
+      flags,
+      28 + room(env.message_type) + (traceIsMessage ? 0 : room(env.trace_id)) + room(env.message_id) + room(env.source_agent) + room(parentSpanId) + room(topic) + room(capability),
+    );
+    const b = this.#buffer;
+    b.writeDoubleLE(startedAt, at);
+    b.writeDoubleLE(durationMs, at + 8);
+    b.writeUInt32LE(attempt, at + 16);
+    b.writeInt32LE(errorCodeField(errorCode), at + 20);
+    at = this.#string(env.message_type, at + 24);
+    if (!traceIsMessage) at = this.#string(env.trace_id, at);
+    at = this.#string(env.message_id, at);
+    at = this.#string(env.source_agent, at);
+    if (parentSpanId !== undefined) at = this.#string(parentSpanId, at);
+    if (topic !== undefined) at = this.#string(topic, at);
+    if (capability !== undefined) at = this.#string(capability, at);
+    this.#close(at);
+  }
+
+  /** One handling named by its span id rather than an envelope (the gateway's span of an HTTP request). */
+  handledSpan(span: HandledSpan): void {
+    const flags = Flag.SPAN_ID | (span.parent_span_id !== undefined ? Flag.PARENT : 0) | (span.label !== undefined ? Flag.LABEL : 0);
+    let at = this.#record(Kind.HANDLED, flags, 28 + room(span.type) + room(span.trace_id) + 8 + room(span.span_id) + room(span.parent_span_id) + room(span.label));
+    const b = this.#buffer;
+    b.writeDoubleLE(span.started_at, at);
+    b.writeDoubleLE(span.duration_ms, at + 8);
+    b.writeUInt32LE(0, at + 16);
+    b.writeInt32LE(errorCodeField(span.error_code), at + 20);
+    at = this.#string(span.type, at + 24);
+    at = this.#string(span.trace_id, at);
+    at = this.#string("", at); // no message_id
+    at = this.#string("", at); // no source
+    at = this.#string(span.span_id, at);
+    if (span.parent_span_id !== undefined) at = this.#string(span.parent_span_id, at);
+    if (span.label !== undefined) at = this.#string(span.label, at);
+    this.#close(at);
+  }
+
+  /** One envelope routed to `destinations` (JSON text of their names). */
+  sent(env: Envelope, destinationsJson: string, parentSpanId: string | undefined): void {
+    const traceIsMessage = env.trace_id === env.message_id;
+    const { topic, capability, correlation_id } = env;
+    const flags = (traceIsMessage ? Flag.TRACE_IS_MESSAGE : 0) | (parentSpanId !== undefined ? Flag.PARENT : 0) | (topic !== undefined ? Flag.TOPIC : 0) |
+      (capability !== undefined ? Flag.CAPABILITY : 0) | (correlation_id !== undefined ? Flag.CORRELATION : 0);
+    let at = this.#record(
+      Kind.SENT,
+      flags,
+      room(env.message_type) + (traceIsMessage ? 0 : room(env.trace_id)) + room(env.message_id) + room(destinationsJson) + room(parentSpanId) + room(topic) + room(capability) + room(correlation_id),
+    );
+    at = this.#string(env.message_type, at);
+    if (!traceIsMessage) at = this.#string(env.trace_id, at);
+    at = this.#string(env.message_id, at);
+    at = this.#string(destinationsJson, at);
+    if (parentSpanId !== undefined) at = this.#string(parentSpanId, at);
+    if (topic !== undefined) at = this.#string(topic, at);
+    if (capability !== undefined) at = this.#string(capability, at);
+    if (correlation_id !== undefined) at = this.#string(correlation_id, at);
+    this.#close(at);
+  }
+
+  /**
+   * Ends the batch: its header says its length, and the bytes are handed back (valid until the
+   * next record is written). The next record starts a new batch.
+   */
+  take(): Buffer {
+    this.#buffer.writeUInt32LE(this.#end - BATCH_HEADER_BYTES, SPAN_BATCH_MAGIC.length);
+    const bytes = this.#buffer.subarray(0, this.#end);
+    this.#begin();
+    return bytes;
+  }
+
+  /** Drops what the batch holds; `shrinkTo` lets a buffer grown for a huge record go. */
+  reset(shrinkTo?: number): void {
+    if (shrinkTo !== undefined && this.#buffer.length > shrinkTo) this.#buffer = Buffer.allocUnsafe(shrinkTo);
+    this.#begin();
+  }
+
+  #begin(): void {
+    const b = this.#buffer;
+    SPAN_BATCH_MAGIC.copy(b, 0);
+    b.writeUInt16LE(this.#bound.length, BATCH_HEADER_BYTES);
+    this.#bound.copy(b, BATCH_HEADER_BYTES + 2);
+    this.#end = BATCH_HEADER_BYTES + 2 + this.#bound.length;
+    this.#count = 0;
+  }
+
+  /** Starts a record of at most `body` bytes after its fixed part; returns where its body starts. */
+  #record(kind: number, flags: number, body: number): number {
+    const need = this.#end + 14 + body;
+    if (need > this.#buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, this.#buffer.length * 2));
+      this.#buffer.copy(grown, 0, 0, this.#end);
+      this.#buffer = grown;
+    }
+    const b = this.#buffer;
+    const at = this.#end;
+    b[at + 4] = kind;
+    b[at + 5] = flags;
+    b.writeDoubleLE(Date.now(), at + 6);
+    return at + 14;
+  }
+
+  #close(end: number): void {
+    this.#buffer.writeUInt32LE(end - this.#end - 4, this.#end);
+    this.#end = end;
+    this.#count++;
+  }
+
+  #string(text: string, at: number): number {
+    // A string may hold anything a sender chose: never the magic, which would make readers take the batch for a torn one.
+    if (text.includes(MAGIC_TEXT)) text = text.replaceAll(MAGIC_TEXT, DEFUSED_MAGIC_TEXT);
+    const written = (this.#buffer as unknown as Utf8Writable).utf8Write(text, at + 4);
+    this.#buffer.writeUInt32LE(written, at);
+    return at + 4 + written;
+  }
+}
+
+/** An error code as its record holds it: 0 for none, NO_NUMBER for one that is not an integer (read back as null). */
+function errorCodeField(code: number | undefined): number {
+  if (code === undefined) return 0;
+  return Number.isInteger(code) && code > NO_NUMBER && code <= 0x7fffffff && code !== 0 ? code : NO_NUMBER;
+}
+
+const NO_NUMBER = -0x80000000;
+
+/** Node's, Bun's and Deno's Buffer all have it; their type declarations do not all say so. */
+interface Utf8Writable {
+  utf8Write(text: string, offset: number): number;
+}
+
+/**
+ * Every record of span-log bytes as the event it stands for, the same object a JSON line of it
+ * would parse to (`{ ts, actor, event: "handled", type, trace_id, message_id, span_id, … }`), in
+ * file order. A batch cut short by a killed process, or bytes that are no batch, are skipped.
+ * `traceId`: only the records of that trace (a byte search decides which batches to decode).
+ *
+ * @example
+ * for (const event of decodeSpans(readFileSync("/tmp/hermes-mesh-demo/logs/echo.0.spans"))) console.log(JSON.stringify(event));
+ */
+export function decodeSpans(bytes: Uint8Array, traceId?: string): SpanEvent[] {
+  const events: SpanEvent[] = [];
+  decodeSpansInto(bytes, events, traceId);
+  return events;
+}
+
+/**
+ * `decodeSpans` into `into`, for reading a file in chunks: returns how many bytes were gone
+ * through (whole batches and skipped garbage, not an unfinished batch at the end, which a live
+ * writer may be completing or the next chunk holds). With `traceId`, batches that do not
+ * contain its bytes are skipped undecoded.
+ */
+export function decodeSpansInto(bytes: Uint8Array, into: SpanEvent[], traceId?: string): number {
+  return forEachBatch(bytes, (records, bound) => decodeBatch(records, bound, into, traceId), traceId);
+}
+
+/** Calls `take` with each whole batch's records and bound fields; returns the bytes gone through (see decodeSpansInto). */
+function forEachBatch(bytes: Uint8Array, take: (records: Buffer, bound: Record<string, unknown>) => void, traceId?: string): number {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const needle = traceId === undefined ? undefined : Buffer.from(traceId);
+  let at = buffer.indexOf(SPAN_BATCH_MAGIC);
+  // Without a batch, all but a magic's first bytes at the very end are gone through.
+  let consumed = at === -1 ? Math.max(0, buffer.length - SPAN_BATCH_MAGIC.length + 1) : at;
+  while (at !== -1) {
+    if (at + BATCH_HEADER_BYTES + 2 > buffer.length) break; // a header still being written
+    const length = buffer.readUInt32LE(at + SPAN_BATCH_MAGIC.length);
+    const end = at + BATCH_HEADER_BYTES + length;
+    const next = buffer.indexOf(SPAN_BATCH_MAGIC, at + 1);
+    // A later batch inside this one's length: this one was cut short (its writer killed) and the next writer went on.
+    if (length < 2 || length > MAX_BATCH_BYTES || (next !== -1 && next < end)) {
+      at = consumed = next === -1 ? Math.max(at + 1, buffer.length - SPAN_BATCH_MAGIC.length + 1) : next;
+      if (next === -1) break;
+      continue;
+    }
+    if (end > buffer.length) break; // unfinished: a live writer's batch, or the rest is in the next chunk
+    const boundLength = buffer.readUInt16LE(at + BATCH_HEADER_BYTES);
+    const recordsStart = at + BATCH_HEADER_BYTES + 2 + boundLength;
+    const hit = needle === undefined ? recordsStart : buffer.indexOf(needle, recordsStart);
+    if (recordsStart <= end && hit !== -1 && hit < end) {
+      take(buffer.subarray(recordsStart, end), parseBound(buffer.toString("utf8", at + BATCH_HEADER_BYTES + 2, recordsStart)));
+    }
+    // Bytes between this batch and the next magic (none, unless a later batch was cut short in its header) are skipped.
+    consumed = next === -1 ? end : next;
+    at = next;
+  }
+  return consumed;
+}
+
+function parseBound(json: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Decodes the records of one batch; a record that does not fit its batch ends the batch's decoding. */
+function decodeBatch(records: Buffer, bound: Record<string, unknown>, into: SpanEvent[], traceId: string | undefined): void {
+  let at = 0;
+  while (at + 14 <= records.length) {
+    const length = records.readUInt32LE(at);
+    const end = at + 4 + length;
+    if (length < 10 || end > records.length) return;
+    const event = decodeRecord(records, at + 4, end, bound);
+    if (event && (traceId === undefined || event.trace_id === traceId)) into.push(event);
+    at = end;
+  }
+}
+
+/** One record (kind at `at`), or undefined when it is malformed or of a kind this version does not know. */
+function decodeRecord(b: Buffer, at: number, end: number, bound: Record<string, unknown>): SpanEvent | undefined {
+  const kind = b[at]!;
+  const flags = b[at + 1]!;
+  const ts = b.readDoubleLE(at + 2);
+  const reader = new StringReader(b, at + 10, end);
+  try {
+    if (kind === Kind.HANDLED) {
+      if (at + 10 + 24 > end) return undefined;
+      const startedAt = b.readDoubleLE(at + 10);
+      const duration = b.readDoubleLE(at + 18);
+      const attempt = b.readUInt32LE(at + 26);
+      const errorCode = b.readInt32LE(at + 30);
+      reader.at = at + 34;
+      const type = reader.next();
+      const traceOwn = flags & Flag.TRACE_IS_MESSAGE ? undefined : reader.next();
+      const messageId = reader.next();
+      const source = reader.next();
+      const spanId = flags & Flag.SPAN_ID ? reader.next() : spanIdOf(messageId);
+      const parent = flags & Flag.PARENT ? reader.next() : undefined;
+      const topic = flags & Flag.TOPIC ? reader.next() : undefined;
+      const capability = flags & Flag.CAPABILITY ? reader.next() : undefined;
+      const label = flags & Flag.LABEL ? reader.next() : undefined;
+      // Field order as the JSON lines had it.
+      const event: SpanEvent = { ts, ...bound, event: "handled", type };
+      if (label !== undefined) event.label = label;
+      event.trace_id = traceOwn ?? messageId;
+      if (messageId !== "") event.message_id = messageId;
+      event.span_id = spanId;
+      if (parent !== undefined) event.parent_span_id = parent;
+      if (source !== "") event.source = source;
+      if (topic !== undefined) event.topic = topic;
+      if (capability !== undefined) event.capability = capability;
+      if (attempt > 0) event.attempt = attempt;
+      event.started_at = startedAt;
+      event.duration_ms = Math.round(duration * 1000) / 1000;
+      event.status = errorCode === 0 ? "ok" : "error";
+      if (errorCode !== 0) event.error_code = errorCode === NO_NUMBER ? null : errorCode;
+      return event;
+    }
+    if (kind === Kind.SENT) {
+      const type = reader.next();
+      const traceOwn = flags & Flag.TRACE_IS_MESSAGE ? undefined : reader.next();
+      const messageId = reader.next();
+      const to = parseTo(reader.next());
+      const parent = flags & Flag.PARENT ? reader.next() : undefined;
+      const topic = flags & Flag.TOPIC ? reader.next() : undefined;
+      const capability = flags & Flag.CAPABILITY ? reader.next() : undefined;
+      const correlation = flags & Flag.CORRELATION ? reader.next() : undefined;
+      const event: SpanEvent = { ts, ...bound, event: "sent", type, trace_id: traceOwn ?? messageId, message_id: messageId };
+      if (parent !== undefined) event.parent_span_id = parent;
+      event.to = to;
+      if (topic !== undefined) event.topic = topic;
+      if (capability !== undefined) event.capability = capability;
+      if (correlation !== undefined) event.correlation_id = correlation;
+      return event;
+    }
+  } catch {
+    return undefined; // a string running past its record
+  }
+  return undefined;
+}
+
+function parseTo(json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return [];
+  }
+}
+
+/** Reads the length-prefixed strings of one record, never past its end. */
+class StringReader {
+  constructor(
+    readonly bytes: Buffer,
+    public at: number,
+    readonly end: number,
+  ) {}
+
+  next(): string {
+    if (this.at + 4 > this.end) throw new RangeError("record ends early");
+    const length = this.bytes.readUInt32LE(this.at);
+    const start = this.at + 4;
+    if (start + length > this.end) throw new RangeError("string runs past its record");
+    this.at = start + length;
+    return this.bytes.toString("utf8", start, start + length);
+  }
+}
