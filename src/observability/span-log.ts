@@ -289,8 +289,8 @@ function forEachBatch(bytes: Uint8Array, take: (records: Buffer, bound: Record<s
     if (end > buffer.length) break; // unfinished: a live writer's batch, or the rest is in the next chunk
     const boundLength = buffer.readUInt16LE(at + BATCH_HEADER_BYTES);
     const recordsStart = at + BATCH_HEADER_BYTES + 2 + boundLength;
-    const hit = needle === undefined ? recordsStart : buffer.indexOf(needle, recordsStart);
-    if (recordsStart <= end && hit !== -1 && hit < end) {
+    // The trace id is looked for within this batch only: a search to the chunk's end per batch made a lookup quadratic.
+    if (recordsStart <= end && (needle === undefined || buffer.subarray(recordsStart, end).indexOf(needle) !== -1)) {
       take(buffer.subarray(recordsStart, end), parseBound(buffer.toString("utf8", at + BATCH_HEADER_BYTES + 2, recordsStart)));
     }
     // Bytes between this batch and the next magic (none, unless a later batch was cut short in its header) are skipped.
