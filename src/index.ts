@@ -50,6 +50,7 @@ export { runAgent, type AgentTask, type AgentOutcome } from "./agent/agent-loop.
 export { loadWorkflow, parseWorkflow } from "./workflow/workflow-loader.ts";
 export type { WorkflowFile } from "./workflow/workflow-schema.ts";
 export { readTrace, renderTrace, type Span } from "./observability/trace-tree.ts";
-export { readEvents, type LogEvent } from "./observability/event-log.ts";
+export { type LogEvent } from "./observability/event-log.ts";
+export { readEvents } from "./observability/event-log-reader.ts";
 
 export { VERSION } from "./version.ts";

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { EventLogTail, spansPathOf, type LogEvent } from "../observability/event-log.ts";
+import { spansPathOf, type LogEvent } from "../observability/event-log.ts";
+import { EventLogTail } from "../observability/event-log-reader.ts";
 import { resolveMeshDir } from "./mesh-access.ts";
 
 const USAGE = `Usage: hermes-mesh events [member] [--dir D] [--follow]
@@ -12,7 +13,7 @@ beside it (<member>.spans), each as the JSON line it stands for. Without a membe
 member's, rotated files (.1.jsonl, .1.spans) included. A member is named by its address
 (echo#0), its file name (echo.0) or a path.
 
-  --follow, -f   keep printing what is written, as tail -f does (Ctrl-C ends it)`;
+  --follow, -f   keep printing what is written, as tail -f does, across rotations (Ctrl-C ends it)`;
 
 const POLL_MS = 250;
 
@@ -44,8 +45,10 @@ export async function runEventsCommand(argv: string[]): Promise<number> {
   };
   print(tails.flatMap((tail) => tail.read()));
   if (!values.follow) return 0;
+  // A rotated file gets nothing new: its current file's tail reads what it was given before it was renamed.
+  const followed = tails.filter((tail) => !isRotated(tail.path));
   const { promise, resolve } = Promise.withResolvers<number>();
-  const timer = setInterval(() => print(tails.flatMap((tail) => tail.read())), POLL_MS);
+  const timer = setInterval(() => print(followed.flatMap((tail) => tail.read())), POLL_MS);
   const stop = () => {
     clearInterval(timer);
     resolve(0);
@@ -53,6 +56,12 @@ export async function runEventsCommand(argv: string[]): Promise<number> {
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   return promise;
+}
+
+/** True for `echo.1.jsonl` when `echo.jsonl` (or `echo.spans`) is there too: echo's previous file, not echo#1's. */
+function isRotated(path: string): boolean {
+  const current = path.replace(/\.\d+\.jsonl$/, ".jsonl");
+  return current !== path && (existsSync(current) || existsSync(spansPathOf(current)));
 }
 
 /** The JSON Lines files to read (each with its span file): one member's, or every one of the directory. */

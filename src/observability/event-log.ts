@@ -2,7 +2,7 @@ import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, r
 import { dirname } from "node:path";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";
-import { decodeSpansInto, SpanBatch, type HandledSpan, type SpanEvent } from "./span-log.ts";
+import { SpanBatch, spanFileEndsWhole, type HandledSpan } from "./span-log.ts";
 
 /** One line of an actor's event log. `event` names what happened; the rest depends on it. */
 export interface LogEvent {
@@ -46,7 +46,7 @@ const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
  * JSON Lines file it is named by (`echo.0.jsonl`: start, stop, errors, tool calls, anything
  * written with `write`), and beside it the binary records of every message handled or sent
  * (`echo.0.spans`, src/observability/span-log.ts: a JSON line per message cost an actor about a
- * third of its CPU per event). Readers (`readEvents`, `hermes-mesh events`, the trace lookups)
+ * third of its CPU per event). Readers (event-log-reader.ts, `hermes-mesh events`, the trace lookups)
  * give both back as the same event objects.
  *
  * What is written collects in memory, encoded, and goes to the files in one write each 200 ms
@@ -107,8 +107,8 @@ export class EventLog {
     this.#boundFields = inner ? `${inner},` : "";
     this.#log = options.log ?? createLogger({ ...bound, component: "event-log" });
     const simulatedFull = process.env[DISK_FULL_ENV] || undefined;
-    this.#lines = new AppendOnlyFile(path, mode, true, simulatedFull);
-    this.#spanFile = new AppendOnlyFile(this.spansPath, mode, false, simulatedFull);
+    this.#lines = new AppendOnlyFile(path, mode, "lines", simulatedFull);
+    this.#spanFile = new AppendOnlyFile(this.spansPath, mode, "batches", simulatedFull);
     try {
       this.#lines.open();
     } catch (error) {
@@ -143,7 +143,7 @@ export class EventLog {
    */
   handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
     if (this.#closed) return;
-    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    const spans = this.#spanBatch();
     spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanId);
     this.#wrote(spans.bytes);
   }
@@ -151,7 +151,7 @@ export class EventLog {
   /** The `handled` record of a handling named by a span id of its own (the gateway's span of an HTTP request). */
   handledSpan(span: HandledSpan): void {
     if (this.#closed) return;
-    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    const spans = this.#spanBatch();
     spans.handledSpan(span);
     this.#wrote(spans.bytes);
   }
@@ -159,9 +159,14 @@ export class EventLog {
   /** The `sent` record of a message routed to `destinations`. */
   sent(env: Envelope, destinations: readonly string[], parentSpanId: string | undefined): void {
     if (this.#closed) return;
-    const spans = (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
+    const spans = this.#spanBatch();
     spans.sent(env, JSON.stringify(destinations), parentSpanId);
     this.#wrote(spans.bytes);
+  }
+
+  /** The batch records are written into, made with the first one. */
+  #spanBatch(): SpanBatch {
+    return (this.#spans ??= new SpanBatch(JSON.stringify(this.#bound)));
   }
 
   #append(line: string): void {
@@ -270,76 +275,13 @@ export class EventLog {
 }
 
 /**
- * Every event of one log as objects, oldest first: the lines of its JSON Lines file and the
- * records of its span file, merged by `ts` (rotated files are not included). A torn last line
- * or batch of a killed writer is skipped; a log that does not exist gives none.
+ * Where a log file goes when it rotates.
  *
  * @example
- * const handled = readEvents(join(dir, "logs", "echo.0.jsonl")).filter((e) => e.event === "handled");
+ * rotatedPathOf("/tmp/m/logs/echo.0.spans"); // "/tmp/m/logs/echo.0.1.spans"
  */
-export function readEvents(path: string): LogEvent[] {
-  // A stable sort: what was written in the same millisecond keeps its order within each file.
-  return new EventLogTail(path).read().sort((a, b) => Number(a.ts) - Number(b.ts));
-}
-
-/**
- * A reader following one event log (its JSON Lines file and its span file), as `tail -f` does:
- * each `read()` returns what was appended since the last one, whole lines and whole batches
- * only, in file order (JSON lines first). A file that became smaller was rotated: it is read
- * again from its start.
- *
- * @example
- * const tail = new EventLogTail(join(dir, "logs", "echo.0.jsonl"));
- * setInterval(() => tail.read().forEach((e) => console.log(JSON.stringify(e))), 250);
- */
-export class EventLogTail {
-  #lines = 0;
-  #spans = 0;
-
-  constructor(readonly path: string) {}
-
-  read(): LogEvent[] {
-    const events: LogEvent[] = [];
-    this.#lines = readFrom(this.path, this.#lines, (bytes) => {
-      const end = bytes.lastIndexOf(0x0a) + 1;
-      for (const line of bytes.toString("utf8", 0, end).split("\n")) {
-        if (!line) continue;
-        try {
-          events.push(JSON.parse(line));
-        } catch {
-          // A torn line of a killed writer.
-        }
-      }
-      return end;
-    });
-    this.#spans = readFrom(spansPathOf(this.path), this.#spans, (bytes) => decodeSpansInto(bytes, events as SpanEvent[]));
-    return events;
-  }
-}
-
-/** Hands the bytes of `path` from `offset` to `take`, which says how many it used; returns the new offset. */
-function readFrom(path: string, offset: number, take: (bytes: Buffer) => number): number {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return 0;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const from = size < offset ? 0 : offset;
-    if (size === from) return from;
-    const bytes = Buffer.allocUnsafe(size - from);
-    let read = 0;
-    while (read < bytes.length) {
-      const n = readSync(fd, bytes, read, bytes.length - read, from + read);
-      if (n <= 0) break;
-      read += n;
-    }
-    return from + take(bytes.subarray(0, read));
-  } finally {
-    closeSync(fd);
-  }
+export function rotatedPathOf(path: string): string {
+  return path.replace(/(\.[a-z]+)$/, ".1$1");
 }
 
 /**
@@ -354,8 +296,9 @@ export function spansPathOf(path: string): string {
 
 /**
  * One file an event log appends to: opened when first written (and again after a failure),
- * each batch appended whole or cut back, rotated by renaming to `<name>.1.<ext>`. `lines`: a
- * JSON Lines file, which must not go on from a torn last line.
+ * each batch appended whole or cut back, rotated by renaming to `<name>.1.<ext>`. Of `kind`
+ * "lines", a JSON Lines file, which must not go on from a torn last line; of "batches", a span
+ * file, which rotates before anything follows a cut last batch.
  */
 class AppendOnlyFile {
   /** -1 while the file is not open (it could not be opened or reopened): the next write tries again. */
@@ -369,16 +312,23 @@ class AppendOnlyFile {
   constructor(
     readonly path: string,
     readonly mode: number,
-    readonly lines: boolean,
+    readonly kind: "lines" | "batches",
     readonly simulatedFull: string | undefined,
   ) {}
 
   open(): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    // a+: appends, and reads the last byte to see whether the file ends mid-line.
+    // a+: appends, and reads the file's end to see whether its last writer was cut off mid-write.
     this.#fd = openSync(this.path, "a+", this.mode);
     this.bytes = fstatSync(this.#fd).size;
-    this.#torn = this.lines && this.bytes > 0 && !endsWithNewline(this.#fd, this.bytes);
+    if (this.kind === "lines") this.#torn = this.bytes > 0 && !endsWithNewline(this.#fd, this.bytes);
+    else if (!spanFileEndsWhole(this.#fd, this.bytes)) {
+      // Readers go from batch to batch by their lengths: nothing may follow a cut one. Its file is set aside whole.
+      this.closeFd();
+      renameSync(this.path, rotatedPathOf(this.path));
+      this.#fd = openSync(this.path, "a+", this.mode);
+      this.bytes = 0;
+    }
   }
 
   /**
@@ -405,7 +355,7 @@ class AppendOnlyFile {
   rotate(): boolean {
     try {
       this.closeFd();
-      renameSync(this.path, this.path.replace(/(\.[a-z]+)$/, ".1$1"));
+      renameSync(this.path, rotatedPathOf(this.path));
       this.open();
       return true;
     } catch (error) {

@@ -1,4 +1,5 @@
 import { Buffer } from "node:buffer";
+import { readSync } from "node:fs";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { spanIdOf } from "./trace-context.ts";
 
@@ -12,12 +13,13 @@ import { spanIdOf } from "./trace-context.ts";
  *
  * Layout (little-endian), docs/gateway.md "Tracing":
  * - The file is a sequence of batches, one per flush. A batch: the 8 magic bytes
- *   `00 48 53 50 41 4e 53 01` ("\0HSPANS\x01"), u32 length of the rest of the batch, u16 length
- *   of the log's bound fields as JSON (`{"actor":"echo#0"}`), those bytes, then records.
+ *   `00 48 53 50 41 4e 53 02` ("\0HSPANS\x02"), u32 length of its body, the body (u16 length of
+ *   the log's bound fields as JSON, `{"actor":"echo#0"}`, those bytes, then records), and the
+ *   body's u32 length again.
  * - A record: u32 length of the rest of the record, u8 kind (1 handled, 2 sent), u8 flags (which
  *   optional strings follow), f64 ts (ms since the epoch), then by kind:
- *   - handled: f64 started_at (ms), f64 duration (ms), u32 attempt, i32 error code (0: ok,
- *     -2^31: an error whose code was no number, read back as null);
+ *   - handled: f64 started_at (ms), f64 duration (ms), u32 attempt, i32 error code (when flagged
+ *     as failed; -2^31: a code that was no number, read back as null);
  *     strings type, trace_id (absent when it equals message_id), message_id (empty for a span
  *     named by `span_id` instead), source, and the optional ones flagged: span_id,
  *     parent_span_id, topic, capability, label.
@@ -25,9 +27,12 @@ import { spanIdOf } from "./trace-context.ts";
  *     parent_span_id, topic, capability, correlation_id.
  * - A string: u32 byte length, UTF-8 bytes.
  *
- * A batch is written whole or not at all by a live process; one cut short by a killed process
- * is recognised (the next writer's magic lies inside its length) and skipped. No record holds
- * the magic: a string that contains it is written with U+FFFD for its first byte.
+ * A batch is written whole or not at all by a live process. Readers go from batch to batch by
+ * their lengths, so nothing a sender put in a string is ever taken for a batch's start. A batch
+ * can be cut short only at a file's end (a writer killed mid-write): the next writer finds its
+ * length at the end not matching (`spanFileEndsWhole`) and starts a new file, the cut one
+ * becoming `.1.spans`, whose readers stop at the cut. Bytes damaged in the middle of a file
+ * (not the writer's doing) are skipped to the next magic.
  */
 
 /** A decoded record: the object its JSON line would parse to (an event log's `SpanEvent`). */
@@ -37,12 +42,11 @@ export interface SpanEvent {
 }
 
 /** The first bytes of every batch. */
-export const SPAN_BATCH_MAGIC = Buffer.from([0x00, 0x48, 0x53, 0x50, 0x41, 0x4e, 0x53, 0x01]);
-/** The magic as text (its bytes are its UTF-8), and what a string holding it is written with instead. */
-const MAGIC_TEXT = SPAN_BATCH_MAGIC.toString("latin1");
-const DEFUSED_MAGIC_TEXT = `\ufffd${MAGIC_TEXT.slice(1)}`;
-/** Magic, then the u32 length of the rest of the batch. */
+export const SPAN_BATCH_MAGIC = Buffer.from([0x00, 0x48, 0x53, 0x50, 0x41, 0x4e, 0x53, 0x02]);
+/** Magic, then the u32 length of the body. */
 const BATCH_HEADER_BYTES = SPAN_BATCH_MAGIC.length + 4;
+/** The body's length again, after it: where a file ends whole, its last batch can be found from its end. */
+const TRAILER_BYTES = 4;
 /** A batch longer than this is not believed (a torn or foreign file): the reader looks for the next magic. */
 const MAX_BATCH_BYTES = 256 * 1024 * 1024;
 
@@ -57,6 +61,8 @@ const Flag = {
   CAPABILITY: 16,
   LABEL: 32,
   CORRELATION: 64,
+  /** The handling failed: the i32 holds its error code. */
+  ERROR: 128,
 } as const;
 
 /** Most bytes a string of `text` takes in a record: its length and at most 3 UTF-8 bytes per UTF-16 unit. */
@@ -93,7 +99,7 @@ export class SpanBatch {
     const bound = Buffer.from(boundJson);
     // Its length is a u16: fields past that (never a member's address) are left out.
     this.#bound = bound.length <= 0xffff ? bound : Buffer.from("{}");
-    this.#buffer = Buffer.allocUnsafe(Math.max(initialBytes, BATCH_HEADER_BYTES + 2 + this.#bound.length + 64));
+    this.#buffer = Buffer.allocUnsafe(Math.max(initialBytes, BATCH_HEADER_BYTES + 2 + this.#bound.length + TRAILER_BYTES));
     this.#begin();
   }
 
@@ -111,7 +117,8 @@ export class SpanBatch {
   handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
     const traceIsMessage = env.trace_id === env.message_id;
     const { topic, capability } = env;
-    const flags = (traceIsMessage ? Flag.TRACE_IS_MESSAGE : 0) | (parentSpanId !== undefined ? Flag.PARENT : 0) | (topic !== undefined ? Flag.TOPIC : 0) | (capability !== undefined ? Flag.CAPABILITY : 0);
+    const flags = (traceIsMessage ? Flag.TRACE_IS_MESSAGE : 0) | (parentSpanId !== undefined ? Flag.PARENT : 0) | (topic !== undefined ? Flag.TOPIC : 0) | (capability !== undefined ? Flag.CAPABILITY : 0) |
+      (errorCode !== undefined ? Flag.ERROR : 0);
     let at = this.#record(
       Kind.HANDLED,
       flags,
@@ -134,7 +141,7 @@ export class SpanBatch {
 
   /** One handling named by its span id rather than an envelope (the gateway's span of an HTTP request). */
   handledSpan(span: HandledSpan): void {
-    const flags = Flag.SPAN_ID | (span.parent_span_id !== undefined ? Flag.PARENT : 0) | (span.label !== undefined ? Flag.LABEL : 0);
+    const flags = Flag.SPAN_ID | (span.parent_span_id !== undefined ? Flag.PARENT : 0) | (span.label !== undefined ? Flag.LABEL : 0) | (span.error_code !== undefined ? Flag.ERROR : 0);
     let at = this.#record(Kind.HANDLED, flags, 28 + room(span.type) + room(span.trace_id) + 8 + room(span.span_id) + room(span.parent_span_id) + room(span.label));
     const b = this.#buffer;
     b.writeDoubleLE(span.started_at, at);
@@ -174,12 +181,14 @@ export class SpanBatch {
   }
 
   /**
-   * Ends the batch: its header says its length, and the bytes are handed back (valid until the
-   * next record is written). The next record starts a new batch.
+   * Ends the batch: its length is written before and after its body, and the bytes are handed
+   * back (valid until the next record is written). The next record starts a new batch.
    */
   take(): Buffer {
-    this.#buffer.writeUInt32LE(this.#end - BATCH_HEADER_BYTES, SPAN_BATCH_MAGIC.length);
-    const bytes = this.#buffer.subarray(0, this.#end);
+    const length = this.#end - BATCH_HEADER_BYTES;
+    this.#buffer.writeUInt32LE(length, SPAN_BATCH_MAGIC.length);
+    this.#buffer.writeUInt32LE(length, this.#end); // #record keeps room for it
+    const bytes = this.#buffer.subarray(0, this.#end + TRAILER_BYTES);
     this.#begin();
     return bytes;
   }
@@ -201,7 +210,7 @@ export class SpanBatch {
 
   /** Starts a record of at most `body` bytes after its fixed part; returns where its body starts. */
   #record(kind: number, flags: number, body: number): number {
-    const need = this.#end + 14 + body;
+    const need = this.#end + 14 + body + TRAILER_BYTES;
     if (need > this.#buffer.length) {
       const grown = Buffer.allocUnsafe(Math.max(need, this.#buffer.length * 2));
       this.#buffer.copy(grown, 0, 0, this.#end);
@@ -222,18 +231,16 @@ export class SpanBatch {
   }
 
   #string(text: string, at: number): number {
-    // A string may hold anything a sender chose: never the magic, which would make readers take the batch for a torn one.
-    if (text.includes(MAGIC_TEXT)) text = text.replaceAll(MAGIC_TEXT, DEFUSED_MAGIC_TEXT);
     const written = (this.#buffer as unknown as Utf8Writable).utf8Write(text, at + 4);
     this.#buffer.writeUInt32LE(written, at);
     return at + 4 + written;
   }
 }
 
-/** An error code as its record holds it: 0 for none, NO_NUMBER for one that is not an integer (read back as null). */
+/** An error code as its record holds it (beside Flag.ERROR): NO_NUMBER for one that is no 32-bit integer (read back as null). */
 function errorCodeField(code: number | undefined): number {
   if (code === undefined) return 0;
-  return Number.isInteger(code) && code > NO_NUMBER && code <= 0x7fffffff && code !== 0 ? code : NO_NUMBER;
+  return Number.isInteger(code) && code > NO_NUMBER && code <= 0x7fffffff ? code : NO_NUMBER;
 }
 
 const NO_NUMBER = -0x80000000;
@@ -268,36 +275,58 @@ export function decodeSpansInto(bytes: Uint8Array, into: SpanEvent[], traceId?: 
   return forEachBatch(bytes, (records, bound) => decodeBatch(records, bound, into, traceId), traceId);
 }
 
-/** Calls `take` with each whole batch's records and bound fields; returns the bytes gone through (see decodeSpansInto). */
+/**
+ * True when a span file of `size` bytes (open as `fd`) ends with a whole batch: its last four
+ * bytes give the last body's length, and a magic with that length stands where that batch must
+ * begin. False for a file whose writer was killed mid-batch.
+ *
+ * @example
+ * if (!spanFileEndsWhole(fd, fstatSync(fd).size)) renameSync(path, rotatedPath); // start a fresh file
+ */
+export function spanFileEndsWhole(fd: number, size: number): boolean {
+  if (size === 0) return true;
+  if (size < BATCH_HEADER_BYTES + 2 + TRAILER_BYTES) return false;
+  const tail = Buffer.alloc(TRAILER_BYTES);
+  if (readSync(fd, tail, 0, TRAILER_BYTES, size - TRAILER_BYTES) !== TRAILER_BYTES) return false;
+  const length = tail.readUInt32LE(0);
+  const start = size - TRAILER_BYTES - length - BATCH_HEADER_BYTES;
+  if (start < 0) return false;
+  const head = Buffer.alloc(BATCH_HEADER_BYTES);
+  if (readSync(fd, head, 0, BATCH_HEADER_BYTES, start) !== BATCH_HEADER_BYTES) return false;
+  return startsWithMagic(head, 0) && head.readUInt32LE(SPAN_BATCH_MAGIC.length) === length;
+}
+
+/** Calls `take` with each whole batch's records and bound fields, batch after batch by their lengths; returns the bytes gone through (see decodeSpansInto). */
 function forEachBatch(bytes: Uint8Array, take: (records: Buffer, bound: Record<string, unknown>) => void, traceId?: string): number {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const needle = traceId === undefined ? undefined : Buffer.from(traceId);
-  let at = buffer.indexOf(SPAN_BATCH_MAGIC);
-  // Without a batch, all but a magic's first bytes at the very end are gone through.
-  let consumed = at === -1 ? Math.max(0, buffer.length - SPAN_BATCH_MAGIC.length + 1) : at;
-  while (at !== -1) {
-    if (at + BATCH_HEADER_BYTES + 2 > buffer.length) break; // a header still being written
+  let at = 0;
+  let consumed = 0;
+  while (at + BATCH_HEADER_BYTES + 2 <= buffer.length) {
     const length = buffer.readUInt32LE(at + SPAN_BATCH_MAGIC.length);
-    const end = at + BATCH_HEADER_BYTES + length;
-    const next = buffer.indexOf(SPAN_BATCH_MAGIC, at + 1);
-    // A later batch inside this one's length: this one was cut short (its writer killed) and the next writer went on.
-    if (length < 2 || length > MAX_BATCH_BYTES || (next !== -1 && next < end)) {
-      at = consumed = next === -1 ? Math.max(at + 1, buffer.length - SPAN_BATCH_MAGIC.length + 1) : next;
-      if (next === -1) break;
+    const end = at + BATCH_HEADER_BYTES + length + TRAILER_BYTES;
+    const plausible = startsWithMagic(buffer, at) && length >= 2 && length <= MAX_BATCH_BYTES;
+    if (plausible && end > buffer.length) break; // unfinished: a live writer's batch, or the rest is in the next chunk
+    const recordsStart = at + BATCH_HEADER_BYTES + 2 + buffer.readUInt16LE(at + BATCH_HEADER_BYTES);
+    const recordsEnd = end - TRAILER_BYTES;
+    if (!plausible || recordsStart > recordsEnd || buffer.readUInt32LE(recordsEnd) !== length) {
+      // No batch here: damaged bytes. The next magic is where reading goes on.
+      const next = buffer.indexOf(SPAN_BATCH_MAGIC, at + 1);
+      if (next === -1) return Math.max(consumed, buffer.length - SPAN_BATCH_MAGIC.length + 1);
+      at = consumed = next;
       continue;
     }
-    if (end > buffer.length) break; // unfinished: a live writer's batch, or the rest is in the next chunk
-    const boundLength = buffer.readUInt16LE(at + BATCH_HEADER_BYTES);
-    const recordsStart = at + BATCH_HEADER_BYTES + 2 + boundLength;
     // The trace id is looked for within this batch only: a search to the chunk's end per batch made a lookup quadratic.
-    if (recordsStart <= end && (needle === undefined || buffer.subarray(recordsStart, end).indexOf(needle) !== -1)) {
-      take(buffer.subarray(recordsStart, end), parseBound(buffer.toString("utf8", at + BATCH_HEADER_BYTES + 2, recordsStart)));
+    if (needle === undefined || buffer.subarray(recordsStart, recordsEnd).indexOf(needle) !== -1) {
+      take(buffer.subarray(recordsStart, recordsEnd), parseBound(buffer.toString("utf8", at + BATCH_HEADER_BYTES + 2, recordsStart)));
     }
-    // Bytes between this batch and the next magic (none, unless a later batch was cut short in its header) are skipped.
-    consumed = next === -1 ? end : next;
-    at = next;
+    at = consumed = end;
   }
   return consumed;
+}
+
+function startsWithMagic(buffer: Buffer, at: number): boolean {
+  return buffer.length - at >= SPAN_BATCH_MAGIC.length && buffer.compare(SPAN_BATCH_MAGIC, 0, SPAN_BATCH_MAGIC.length, at, at + SPAN_BATCH_MAGIC.length) === 0;
 }
 
 function parseBound(json: string): Record<string, unknown> {
@@ -358,8 +387,8 @@ function decodeRecord(b: Buffer, at: number, end: number, bound: Record<string, 
       if (attempt > 0) event.attempt = attempt;
       event.started_at = startedAt;
       event.duration_ms = Math.round(duration * 1000) / 1000;
-      event.status = errorCode === 0 ? "ok" : "error";
-      if (errorCode !== 0) event.error_code = errorCode === NO_NUMBER ? null : errorCode;
+      event.status = flags & Flag.ERROR ? "error" : "ok";
+      if (flags & Flag.ERROR) event.error_code = errorCode === NO_NUMBER ? null : errorCode;
       return event;
     }
     if (kind === Kind.SENT) {

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
-import { readEvents } from "../../src/observability/event-log.ts";
+import { readEvents } from "../../src/observability/event-log-reader.ts";
 import { join } from "node:path";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";

@@ -5,7 +5,7 @@
  * round trip, and every instance of a pool answers.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { readEvents } from "../../src/observability/event-log.ts";
+import { readEvents } from "../../src/observability/event-log-reader.ts";
 import { join } from "node:path";
 import { meshHop } from "../../bench/adapters/mesh-hop.ts";
 import { meshEvents, meshEventsTraced } from "../../bench/adapters/mesh-stream.ts";

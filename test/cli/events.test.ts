@@ -70,4 +70,41 @@ describe("hermes-mesh events", () => {
       await log.close();
     }
   });
+
+  test("--follow without a member prints rotated files once and follows each log across its rotations: every record once", async () => {
+    using dir = tempDir();
+    const path = join(dir.path, "logs", "echo.jsonl");
+    const log = new EventLog(path, { actor: "echo" }, { rotateBytes: 2000 });
+    const write = (from: number, to: number) => {
+      for (let n = from; n < to; n++) {
+        log.handled(createRequest("client", { target_agent: "echo" }, {}, { trace_id: `t${n}` }), n, 1, 1, undefined, undefined);
+        if (n % 5 === 4) log.flush();
+      }
+    };
+    write(0, 60); // rotated already: echo.1.spans holds the older records
+    const proc = Bun.spawn([process.execPath, CLI, "events", "--dir", dir.path, "--follow"], { stdout: "pipe", stderr: "pipe" });
+    let out = "";
+    const reader = (async () => {
+      for await (const chunk of proc.stdout) out += new TextDecoder().decode(chunk);
+    })();
+    const printed = () => parsed(out).filter((l) => l.event === "handled").map((l) => Number(l.started_at));
+    try {
+      await waitFor(() => printed().length > 0, "the records so far printed", 10_000);
+      // More rotations while it follows, each batch printed before the next (a follower keeping up).
+      for (let n = 60; n < 120; n += 10) {
+        write(n, n + 10);
+        await waitFor(() => printed().includes(n + 9), `record ${n + 9} printed`, 10_000);
+      }
+      proc.kill("SIGINT");
+      expect(await proc.exited).toBe(0);
+      await reader;
+      const records = printed();
+      // The oldest rotated away for good (one previous file is kept); from there on, each once and in order.
+      expect(records).toEqual(Array.from({ length: records.length }, (_, i) => 120 - records.length + i));
+      expect(records.length).toBeGreaterThan(60);
+    } finally {
+      proc.kill("SIGKILL");
+      await log.close();
+    }
+  }, 30_000);
 });

@@ -36,7 +36,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { readEvents, spansPathOf } from "../../src/observability/event-log.ts";
+import { spansPathOf } from "../../src/observability/event-log.ts";
+import { readEvents } from "../../src/observability/event-log-reader.ts";
 import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { startTestMesh } from "../actor/mesh-harness.ts";

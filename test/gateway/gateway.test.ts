@@ -1,7 +1,8 @@
 /** The gateway over real HTTP, a real Unix socket and a real WebSocket, in front of a real mesh. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { readEvents, type LogEvent } from "../../src/observability/event-log.ts";
+import type { LogEvent } from "../../src/observability/event-log.ts";
+import { readEvents } from "../../src/observability/event-log-reader.ts";
 import { readTrace } from "../../src/observability/trace-tree.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { chunkedBody, waitFor } from "../helpers.ts";

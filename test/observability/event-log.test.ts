@@ -2,8 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../mesh/logger.ts";
-import { EventLog } from "../../src/observability/event-log.ts";
-import { diskKinds, injectInto, openDisk } from "../disk-full.ts";
+import { createRequest } from "../../mesh/envelope.ts";
+import { EventLog, spansPathOf } from "../../src/observability/event-log.ts";
+import { readEvents } from "../../src/observability/event-log-reader.ts";
+import { decodeSpans } from "../../src/observability/span-log.ts";
+import { diskKinds, injectInto, openDisk, type FullableDisk } from "../disk-full.ts";
 import { tempDir, waitFor } from "../helpers.ts";
 
 const lines = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
@@ -77,17 +80,19 @@ function capture() {
   return { lines, log: createLogger({}, (line) => lines.push(JSON.parse(line))) };
 }
 
+/** The echo actor's event log on `disk` (created where filling it applies), and what it warns. */
+function echoLogOn(disk: FullableDisk): { path: string; warnings: ReturnType<typeof capture>; log: EventLog } {
+  const path = join(disk.dir, "logs", "echo.jsonl");
+  const warnings = capture();
+  using _ = injectInto(disk);
+  return { path, warnings, log: new EventLog(path, { actor: "echo" }, { log: warnings.log }) };
+}
+
 for (const { kind, skip } of diskKinds()) {
   describe.skipIf(skip !== undefined)(`EventLog on a full disk (${kind}${skip ? `; skipped: ${skip}` : ""})`, () => {
     test("never throws: drops and counts the lines it cannot write, warns once, and says how many when it writes again", async () => {
       using disk = openDisk(kind);
-      const path = join(disk.dir, "logs", "echo.jsonl");
-      const warnings = capture();
-      let log: EventLog;
-      {
-        using _ = injectInto(disk);
-        log = new EventLog(path, { actor: "echo" }, { log: warnings.log });
-      }
+      const { path, warnings, log } = echoLogOn(disk);
       log.write({ event: "before", i: 0 });
       log.flush();
       disk.fill();
@@ -114,14 +119,35 @@ for (const { kind, skip } of diskKinds()) {
       expect(warnings.lines).toHaveLength(2);
     });
 
+    test("span records it cannot write are dropped and counted, whole batches only; the JSON file says how many once writing works again", async () => {
+      using disk = openDisk(kind);
+      const { path, warnings, log } = echoLogOn(disk);
+      const env = createRequest("s".repeat(400), { target_agent: "echo" }, {}, { trace_id: "t" });
+      log.handled(env, 1, 1, 1, undefined, undefined);
+      log.flush();
+      disk.fill();
+      for (let i = 2; i <= 60; i++) {
+        log.handled(env, i, 1, 1, undefined, undefined);
+        if (i % 10 === 0) log.flush();
+      }
+      log.flush();
+      expect(log.dropped).toBeGreaterThan(0);
+      expect(warnings.lines.filter((l) => l.msg === "event log cannot write: dropping lines until it can")).toHaveLength(1);
+      disk.free();
+      log.handled(env, 61, 1, 1, undefined, undefined);
+      log.flush();
+      await log.close();
+      const records = decodeSpans(readFileSync(spansPathOf(path)));
+      // Nothing half written: every record read back is whole, and the lost ones are exactly those counted.
+      expect(records.length).toBe(61 - log.dropped);
+      expect(records.at(-1)).toMatchObject({ started_at: 61 });
+      expect(readEvents(path).find((e) => e.event === "log_dropped")).toMatchObject({ actor: "echo", dropped: log.dropped });
+      expect(warnings.lines.find((l) => l.msg === "event log writing again")).toMatchObject({ dropped: log.dropped });
+    });
+
     test("closed while it still cannot write, it warns with the count", async () => {
       using disk = openDisk(kind);
-      const warnings = capture();
-      let log: EventLog;
-      {
-        using _ = injectInto(disk);
-        log = new EventLog(join(disk.dir, "a.jsonl"), {}, { log: warnings.log });
-      }
+      const { warnings, log } = echoLogOn(disk);
       disk.fill();
       for (let i = 0; i < 30; i++) log.write({ event: "x", i, pad: "z".repeat(300) });
       await log.close();
