@@ -131,4 +131,37 @@ describe("ActorRuntime", () => {
     expect(seen).toEqual([{ trace: "trace-outer", context: "ctx-7" }]);
     expect(registryNote).toEqual(["hello"]);
   });
+
+  test("a handler may destructure its context: functions keep working apart from it, and a spread copies its data", async () => {
+    const seen: Array<{ trace: string; context?: string; traceparent?: string }> = [];
+    let spread: Record<string, unknown> = {};
+    const { client } = await actorWithClient(
+      defineActor({
+        init: () => ({ calls: 0 }),
+        async onRequest(request, ctx) {
+          if (request.payload.inner) {
+            seen.push({ trace: request.trace_id, context: request.context_id, traceparent: request.headers?.traceparent });
+            return { inner: true };
+          }
+          // Taken off the context, as a handler's parameter list would.
+          const { request: ask, state, envelope, address, log, deadline, reply } = ctx;
+          state.calls++;
+          log.info("asking myself");
+          spread = { ...ctx };
+          const inner = await ask("subject", { inner: true });
+          reply({ ...inner, calls: state.calls, from: address, for: envelope.message_id, deadlineAhead: deadline > Date.now() });
+          return { ignored: true };
+        },
+      }),
+      2,
+    );
+    const reply = await client.request({ target_agent: "subject" }, {}, { trace_id: "trace-outer", context_id: "ctx-9" });
+    expect(reply.payload).toMatchObject({ inner: true, calls: 1, from: "subject", deadlineAhead: true });
+    expect(reply.payload.for).toBe(reply.correlation_id);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ trace: "trace-outer", context: "ctx-9" });
+    // The inner request names the outer handler's span as its parent (the outer message's id, hashed).
+    expect(seen[0]!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(Object.keys(spread).sort()).toEqual(["address", "deadline", "envelope", "instance", "name", "state", "store"]);
+  });
 });
