@@ -163,9 +163,9 @@ export class DedupeCache implements DedupeStore {
   #add(id: string, state: number, at: number): number {
     if (this.#slots.full) this.#reshape();
     let slot: number;
-    if (this.#read(id)) slot = this.#slots.add(this.#key, state, at, true);
+    if (this.#read(id)) slot = this.#slots.add(this.#key, 0, state, at, true);
     else {
-      slot = this.#slots.add(this.#key, state, at, false);
+      slot = this.#slots.add(this.#key, 0, state, at, false);
       this.#named.set(id, slot);
       this.#nameOf.set(slot, id);
     }
@@ -298,23 +298,51 @@ function digit(id: string, i: number): number {
 }
 
 /**
+ * Slots per chunk of the ring (at most; a smaller ring is one chunk). Each chunk has an index of
+ * its own: what a message touches is the chunk being filled, a few tens of KiB, and not a table
+ * over every remembered id (see SeenSlots).
+ */
+const CHUNK_SLOTS = 4096;
+
+/**
  * What a DedupeCache remembers, in typed arrays: a ring of slots in arrival order (the key, its
- * state, when it was seen, the size of its kept answer) and an open-addressing index of the
- * ULID keys (linear probing, deletion by backward shift, so no tombstones pile up). A slot whose
- * id was forgotten stays in the ring, EMPTY, until it reaches the head.
+ * state, when it was seen, the size of its kept answer), cut into chunks, each with an
+ * open-addressing index of its ULID keys (linear probing) and the smallest and largest key in it.
+ *
+ * Why chunks: with one index over 100,000 ids, every message's lookup, insert and eviction each
+ * landed somewhere random in megabytes of tables, and those cache and TLB misses cost a busy
+ * receiver about half a microsecond per message, a quarter of all it did for an event
+ * (docs/benchmarks.md). Ids are ULIDs, which begin with their time: a fresh id is above every key
+ * of the chunks before the newest one, so its lookup reads two ranges and at most the newest
+ * chunk's index, which the inserts keep in cache. An id from the past (a redelivery, a sender
+ * whose clock lags) is looked for in each chunk whose range holds it, newest first.
+ *
+ * Nothing is taken out of an index one by one: an evicted or forgotten slot is marked EMPTY (and
+ * skipped by lookups), and a chunk's index is cleared whole when the ring's head leaves it. The
+ * ring never fills a chunk that still holds any of its old slots: it is full when its next slot
+ * would begin the chunk of its oldest one. A slot whose id was forgotten stays in the ring,
+ * EMPTY, until it reaches the head.
  */
 class SeenSlots {
   readonly size: number;
   readonly keys: Int32Array;
+  /** Each slot's key hash, -1 for an id that is not indexed (not a ULID). */
   readonly hash: Int32Array;
   readonly state: Uint8Array;
   readonly at: Float64Array;
   readonly answerBytes: Float64Array;
   /** Which keep of an answer body the slot holds (DedupeCache counts them), to tell a stale place in KeptOrder. */
   readonly answerKeep: Float64Array;
-  /** Slot + 1 of each indexed key, 0 where free; twice the ring's size, so at most half full. */
+  /** Slots per chunk, a power of two. */
+  readonly #chunk: number;
+  /** Each chunk's index, one after the other: slot + 1 of each key there, 0 where free; two places per slot, so at most half full. */
   readonly #index: Int32Array;
-  readonly #mask: number;
+  readonly #indexMask: number;
+  /** The smallest and the largest key indexed in each chunk; a chunk with none has its smallest above its largest. */
+  readonly #min: Int32Array;
+  readonly #max: Int32Array;
+  /** The largest key of every chunk but the newest (all -1: none). A key above it can only be in the newest chunk. */
+  readonly #olderMax = new Int32Array(KEY_WORDS).fill(-1);
   #head = 0;
   #length = 0;
   live = 0;
@@ -327,45 +355,80 @@ class SeenSlots {
     this.at = new Float64Array(size);
     this.answerBytes = new Float64Array(size);
     this.answerKeep = new Float64Array(size);
+    this.#chunk = Math.min(CHUNK_SLOTS, size);
     this.#index = new Int32Array(size * 2);
-    this.#mask = size * 2 - 1;
+    this.#indexMask = this.#chunk * 2 - 1;
+    const chunks = size / this.#chunk;
+    this.#min = new Int32Array(chunks * KEY_WORDS).fill(NO_KEY_BELOW);
+    this.#max = new Int32Array(chunks * KEY_WORDS).fill(-1);
   }
 
+  /** No room for one more slot: the next would begin the chunk that holds the oldest (or the ring is all used). */
   get full(): boolean {
-    return this.#length === this.size;
+    if (this.#length === this.size) return true;
+    const next = (this.#head + this.#length) & (this.size - 1);
+    return this.#length > 0 && (next & (this.#chunk - 1)) === 0 && this.#chunkOf(next) === this.#chunkOf(this.#head);
   }
 
   /** The slot of `key` among the indexed ones, or -1. */
   find(key: Int32Array): number {
-    const keys = this.keys;
-    for (let i = hashOf(key) & this.#mask; ; i = (i + 1) & this.#mask) {
-      const entry = this.#index[i]!;
-      if (entry === 0) return -1;
-      const at = (entry - 1) * KEY_WORDS;
-      if (keys[at] === key[0] && keys[at + 1] === key[1] && keys[at + 2] === key[2] && keys[at + 3] === key[3] && keys[at + 4] === key[4]) return entry - 1;
+    if (this.#length === 0) return -1;
+    const hash = hashOf(key);
+    let chunk = this.#chunkOf((this.#head + this.#length - 1) & (this.size - 1));
+    if (this.#holds(chunk, key)) {
+      const slot = this.#probe(chunk, key, hash);
+      if (slot >= 0) return slot;
     }
+    // A fresh id is above every older chunk: nothing more to read.
+    if (compareKeys(key, 0, this.#olderMax, 0) > 0) return -1;
+    const oldest = this.#chunkOf(this.#head);
+    const chunks = this.size / this.#chunk;
+    while (chunk !== oldest) {
+      chunk = (chunk + chunks - 1) % chunks;
+      if (!this.#holds(chunk, key)) continue;
+      const slot = this.#probe(chunk, key, hash);
+      if (slot >= 0) return slot;
+    }
+    return -1;
   }
 
-  /** Takes the next slot of the ring (there must be room); `indexed` for a ULID key, found through the index. */
-  add(key: Int32Array, state: number, at: number, indexed: boolean): number {
+  /**
+   * Takes the next slot of the ring (there must be room) for the key at `keys[from..]`;
+   * `indexed` for a ULID key, found through the index.
+   */
+  add(keys: Int32Array, from: number, state: number, at: number, indexed: boolean): number {
     const slot = (this.#head + this.#length) & (this.size - 1);
+    // A new chunk begins: the one before it becomes an older one.
+    if (this.#length > 0 && (slot & (this.#chunk - 1)) === 0) this.#raiseOlderMax((this.#chunkOf(slot) + this.size / this.#chunk - 1) % (this.size / this.#chunk));
     this.#length++;
     this.live++;
     this.state[slot] = state;
     this.at[slot] = at;
     this.answerBytes[slot] = 0;
-    if (indexed) {
-      this.keys.set(key, slot * KEY_WORDS);
-      this.#insert(slot, hashOf(key));
-    } else this.hash[slot] = -1;
+    if (!indexed) {
+      this.hash[slot] = -1;
+      return slot;
+    }
+    // Word by word: TypedArray.set is a native call, several times the cost of five stores.
+    const own = this.keys, to = slot * KEY_WORDS;
+    for (let w = 0; w < KEY_WORDS; w++) own[to + w] = keys[from + w]!;
+    const hash = hashOf(own, to);
+    this.hash[slot] = hash;
+    const chunk = this.#chunkOf(slot);
+    const base = chunk * this.#chunk * 2, mask = this.#indexMask, index = this.#index;
+    let i = hash & mask;
+    while (index[base + i] !== 0) i = (i + 1) & mask;
+    index[base + i] = slot + 1;
+    const bound = chunk * KEY_WORDS;
+    if (compareKeys(own, to, this.#min, bound) < 0) for (let w = 0; w < KEY_WORDS; w++) this.#min[bound + w] = own[to + w]!;
+    if (compareKeys(own, to, this.#max, bound) > 0) for (let w = 0; w < KEY_WORDS; w++) this.#max[bound + w] = own[to + w]!;
     return slot;
   }
 
-  /** Empties `slot` (it stays in the ring until it is the oldest). */
+  /** Empties `slot` (it stays in the ring, and in its chunk's index, until the head passes it). */
   remove(slot: number): void {
     this.state[slot] = EMPTY;
     this.live--;
-    if (this.hash[slot] !== -1) this.#unindex(slot);
   }
 
   /** The oldest slot of the ring, empty or not; -1 when the ring is empty. */
@@ -373,10 +436,12 @@ class SeenSlots {
     return this.#length === 0 ? -1 : this.#head;
   }
 
-  /** Drops the oldest slot from the ring (remove() it first unless it is empty). */
+  /** Drops the oldest slot from the ring (remove() it first unless it is empty); a chunk it leaves is cleared. */
   shift(): void {
+    const left = this.#head;
     this.#head = (this.#head + 1) & (this.size - 1);
     this.#length--;
+    if ((this.#head & (this.#chunk - 1)) === 0) this.#clear(this.#chunkOf(left));
   }
 
   /** A ring of `size` slots with the live slots of this one, in order; `moved[old slot]` is the new one. */
@@ -386,44 +451,64 @@ class SeenSlots {
     for (let n = 0; n < this.#length; n++) {
       const slot = (this.#head + n) & (this.size - 1);
       if (this.state[slot] === EMPTY) continue;
-      const to = next.#length++;
-      next.live++;
-      next.state[to] = this.state[slot]!;
-      next.at[to] = this.at[slot]!;
+      const to = next.add(this.keys, slot * KEY_WORDS, this.state[slot]!, this.at[slot]!, this.hash[slot] !== -1);
       next.answerBytes[to] = this.answerBytes[slot]!;
       next.answerKeep[to] = this.answerKeep[slot]!;
-      // Word by word: a subarray per slot made growing the ring a visible share of a profile.
-      for (let w = 0; w < KEY_WORDS; w++) next.keys[to * KEY_WORDS + w] = this.keys[slot * KEY_WORDS + w]!;
-      if (this.hash[slot] === -1) next.hash[to] = -1;
-      else next.#insert(to, this.hash[slot]!);
       moved[slot] = to;
     }
     return { slots: next, moved };
   }
 
-  #insert(slot: number, hash: number): void {
-    this.hash[slot] = hash;
-    let i = hash & this.#mask;
-    while (this.#index[i] !== 0) i = (i + 1) & this.#mask;
-    this.#index[i] = slot + 1;
+  #chunkOf(slot: number): number {
+    return (slot / this.#chunk) | 0;
   }
 
-  #unindex(slot: number): void {
-    const index = this.#index;
-    const mask = this.#mask;
-    let hole = this.hash[slot]! & mask;
-    while (index[hole] !== slot + 1) hole = (hole + 1) & mask;
-    // Backward shift: each later entry of the run that may sit in the hole moves into it.
-    for (let i = (hole + 1) & mask; index[i] !== 0; i = (i + 1) & mask) {
-      const home = this.hash[index[i]! - 1]! & mask;
-      // `home` lies cyclically in (hole, i]: the entry must stay where it is.
-      const stays = hole <= i ? hole < home && home <= i : hole < home || home <= i;
-      if (stays) continue;
-      index[hole] = index[i]!;
-      hole = i;
-    }
-    index[hole] = 0;
+  /** True when `key` lies within the smallest and largest key of `chunk`. */
+  #holds(chunk: number, key: Int32Array): boolean {
+    const bound = chunk * KEY_WORDS;
+    return compareKeys(key, 0, this.#min, bound) >= 0 && compareKeys(key, 0, this.#max, bound) <= 0;
   }
+
+  /** The live slot of `key` in `chunk`'s index, or -1. */
+  #probe(chunk: number, key: Int32Array, hash: number): number {
+    const keys = this.keys, index = this.#index, mask = this.#indexMask;
+    const base = chunk * this.#chunk * 2;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const entry = index[base + i]!;
+      if (entry === 0) return -1;
+      const slot = entry - 1, at = slot * KEY_WORDS;
+      // An emptied slot keeps its place in the index: the same id begun again has a later one.
+      if (keys[at] === key[0] && keys[at + 1] === key[1] && keys[at + 2] === key[2] && keys[at + 3] === key[3] && keys[at + 4] === key[4] && this.state[slot] !== EMPTY) return slot;
+    }
+  }
+
+  #raiseOlderMax(chunk: number): void {
+    if (compareKeys(this.#max, chunk * KEY_WORDS, this.#olderMax, 0) > 0) for (let w = 0; w < KEY_WORDS; w++) this.#olderMax[w] = this.#max[chunk * KEY_WORDS + w]!;
+  }
+
+  /** The head left `chunk`: its index and range start over, and the older chunks' largest key is found again. */
+  #clear(chunk: number): void {
+    this.#index.fill(0, chunk * this.#chunk * 2, (chunk + 1) * this.#chunk * 2);
+    this.#min.fill(NO_KEY_BELOW, chunk * KEY_WORDS, (chunk + 1) * KEY_WORDS);
+    this.#max.fill(-1, chunk * KEY_WORDS, (chunk + 1) * KEY_WORDS);
+    this.#olderMax.fill(-1);
+    if (this.#length === 0) return;
+    const chunks = this.size / this.#chunk;
+    const newest = this.#chunkOf((this.#head + this.#length - 1) & (this.size - 1));
+    for (let c = this.#chunkOf(this.#head); c !== newest; c = (c + 1) % chunks) this.#raiseOlderMax(c);
+  }
+}
+
+/** Above every key word (a word holds at most 30 bits): the smallest key of a chunk with none. */
+const NO_KEY_BELOW = 0x7fffffff;
+
+/** Orders two keys as their ULIDs order (every word is 0 or more): negative, 0 or positive. */
+function compareKeys(a: Int32Array, aFrom: number, b: Int32Array, bFrom: number): number {
+  for (let w = 0; w < KEY_WORDS; w++) {
+    const d = a[aFrom + w]! - b[bFrom + w]!;
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 /**
@@ -485,11 +570,11 @@ class KeptOrder {
   }
 }
 
-/** A 31-bit hash of a key (never -1, which marks an unindexed slot), mixed from the random part of the ULID. */
-function hashOf(key: Int32Array): number {
-  let h = Math.imul(key[3]! ^ (key[4]! << 20) ^ Math.imul(key[2]!, 0x27d4eb2d), 0x9e3779b1);
+/** A 31-bit hash of the key at `key[from..]`, mixed from the random part of the ULID. */
+function hashOf(key: Int32Array, from = 0): number {
+  let h = Math.imul(key[from + 3]! ^ (key[from + 4]! << 20) ^ Math.imul(key[from + 2]!, 0x27d4eb2d), 0x9e3779b1);
   h ^= h >>> 15;
-  h = Math.imul(h ^ key[1]!, 0x85ebca77);
+  h = Math.imul(h ^ key[from + 1]!, 0x85ebca77);
   h ^= h >>> 13;
   return h & 0x7fffffff;
 }

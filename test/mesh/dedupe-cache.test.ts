@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { newMessageId } from "../../mesh/ids.ts";
+import { monotonicFactory, ulid } from "ulid";
 import { seededRandom } from "../helpers.ts";
 
 describe("DedupeCache eviction", () => {
@@ -151,5 +152,53 @@ describe("DedupeCache keeps ULIDs as numbers", () => {
     const one = new DedupeCache();
     one.complete(newMessageId(), answer("x"));
     expect(cache.answerBytes).toBe(kept * one.answerBytes);
+  });
+
+  test("many chunks: fresh ids, redeliveries, ids from lagging and running-ahead clocks, forgets and evictions agree with a plain Map", () => {
+    // Past 4,096 ids the ring is cut into chunks with an index each; a fresh ULID skips all but the newest.
+    const next = seededRandom(0x9e3779b9);
+    const capacity = 10_000;
+    const cache = new DedupeCache({ capacity, maxAgeMs: 60_000 });
+    const model = new Map<string, "handling" | "done">();
+    const start = Date.now();
+    const senders = [monotonicFactory(), monotonicFactory(), monotonicFactory()];
+    const history: string[] = [];
+    let checked = 0;
+    for (let op = 0; op < 120_000; op++) {
+      const roll = next();
+      let id: string;
+      if (roll < 0.8) {
+        // Fresh ids from three senders, a millisecond apart now and then; one of them 2 s behind, one 1 s ahead.
+        const sender = Math.floor(next() * 3);
+        id = senders[sender]!(start + Math.floor(op / 50) + (sender === 1 ? -2_000 : sender === 2 ? 1_000 : 0));
+      } else if (roll < 0.85) {
+        id = ulid(start - Math.floor(next() * 600_000)); // any time in the last ten minutes, random within it
+      } else if (roll < 0.86) {
+        id = `name-${op}`;
+      } else {
+        // A redelivery: an id seen before, maybe long evicted.
+        id = history[Math.floor(next() * history.length)] ?? newMessageId();
+      }
+      const action = next();
+      if (action < 0.1 && model.has(id)) {
+        cache.forget(id);
+        model.delete(id);
+      } else if (action < 0.3 && model.has(id)) {
+        cache.complete(id);
+        model.set(id, "done");
+      } else if (!model.has(id)) {
+        cache.begin(id, 1_000);
+        model.set(id, "handling");
+        history.push(id);
+        while (model.size > capacity) model.delete(model.keys().next().value!);
+      }
+      // Every seen id is looked up now and then; the ones just handled, often.
+      const probe = next() < 0.5 ? id : history[Math.floor(next() * history.length)]!;
+      expect(cache.lookup(probe)?.state).toBe(model.get(probe));
+      checked++;
+    }
+    expect(cache.size).toBe(model.size);
+    for (const id of history) expect(cache.lookup(id)?.state).toBe(model.get(id));
+    expect(checked).toBe(120_000);
   });
 });
