@@ -41,12 +41,10 @@ export interface DedupeStore {
  * (default 100,000), each for up to `maxAgeMs` (default 10 minutes). A redelivered envelope
  * found here is acknowledged again and not handled twice; a request gets its stored answer.
  *
- * Why typed arrays: a receiver remembers 100,000 ids, and kept as strings in a Map (with an
- * object each) they were a live set the collector walked on every collection, which cost the
- * actor path more than all its lookups (docs/benchmarks.md). A ULID is kept as its 130 bits in
- * numbers instead, in a ring of slots in arrival order, found through an open-addressing index:
- * nothing per id for the collector to walk. Other ids (a ULID in lower case, which an envelope
- * may carry; names in tests and other stores) go through a Map to the same slots.
+ * Why typed arrays: kept as strings in a Map (with an object each), 100,000 ids were a live set
+ * the collector walked on every collection (docs/benchmarks.md). A ULID is kept as its 130 bits
+ * in numbers instead (SeenSlots). Other ids (a ULID in lower case, which an envelope may carry;
+ * names in tests and other stores) go through a Map to the same slots.
  *
  * @example
  * const seen = new DedupeCache();
@@ -91,14 +89,10 @@ export class DedupeCache implements DedupeStore {
     this.answerBudgetBytes = options.answerBudgetBytes ?? DEFAULT_ANSWER_BUDGET_BYTES;
   }
 
-  get size(): number {
-    return this.#slots.live;
-  }
+  get size(): number { return this.#slots.live; }
 
   /** Bytes of answer bodies kept now (about). */
-  get answerBytes(): number {
-    return this.#answerBytesTotal;
-  }
+  get answerBytes(): number { return this.#answerBytesTotal; }
 
   lookup(id: string): DedupeEntry | undefined {
     const slot = this.#find(id);
@@ -297,31 +291,21 @@ function digit(id: string, i: number): number {
   return code < 128 ? DIGIT[code]! : -1;
 }
 
-/**
- * Slots per chunk of the ring (at most; a smaller ring is one chunk). Each chunk has an index of
- * its own: what a message touches is the chunk being filled, a few tens of KiB, and not a table
- * over every remembered id (see SeenSlots).
- */
+/** Slots per chunk of the ring (a smaller ring is one chunk): see SeenSlots. */
 const CHUNK_SLOTS = 4096;
 
 /**
  * What a DedupeCache remembers, in typed arrays: a ring of slots in arrival order (the key, its
  * state, when it was seen, the size of its kept answer), cut into chunks, each with an
- * open-addressing index of its ULID keys (linear probing) and the smallest and largest key in it.
- *
- * Why chunks: with one index over 100,000 ids, every message's lookup, insert and eviction each
- * landed somewhere random in megabytes of tables, and those cache and TLB misses cost a busy
- * receiver about half a microsecond per message, a quarter of all it did for an event
- * (docs/benchmarks.md). Ids are ULIDs, which begin with their time: a fresh id is above every key
- * of the chunks before the newest one, so its lookup reads two ranges and at most the newest
- * chunk's index, which the inserts keep in cache. An id from the past (a redelivery, a sender
- * whose clock lags) is looked for in each chunk whose range holds it, newest first.
- *
- * Nothing is taken out of an index one by one: an evicted or forgotten slot is marked EMPTY (and
- * skipped by lookups), and a chunk's index is cleared whole when the ring's head leaves it. The
- * ring never fills a chunk that still holds any of its old slots: it is full when its next slot
- * would begin the chunk of its oldest one. A slot whose id was forgotten stays in the ring,
- * EMPTY, until it reaches the head.
+ * open-addressing index of its ULID keys (linear probing) and its smallest and largest key.
+ * Why chunks: with one index over 100,000 ids, each lookup, insert and eviction landed somewhere
+ * random in megabytes, and those cache and TLB misses cost a busy receiver about half a
+ * microsecond per message (docs/benchmarks.md). A ULID begins with its time, so a fresh id is
+ * above every key of the older chunks: its lookup reads two ranges and at most the newest
+ * chunk's index, which the inserts keep in cache. An id from the past (a redelivery, a lagging
+ * clock) is looked for in each chunk whose range holds it, newest first. An evicted or forgotten
+ * slot is only marked EMPTY (lookups skip it); a chunk's index is cleared whole when the ring's
+ * head leaves it, and the ring is full when its next slot would begin the chunk of its oldest.
  */
 class SeenSlots {
   readonly size: number;
@@ -335,7 +319,7 @@ class SeenSlots {
   readonly answerKeep: Float64Array;
   /** Slots per chunk, a power of two. */
   readonly #chunk: number;
-  /** Each chunk's index, one after the other: slot + 1 of each key there, 0 where free; two places per slot, so at most half full. */
+  /** Each chunk's index in turn: slot + 1 of each key, 0 where free; two places per slot (at most half full). */
   readonly #index: Int32Array;
   readonly #indexMask: number;
   /** The smallest and the largest key indexed in each chunk; a chunk with none has its smallest above its largest. */
@@ -358,12 +342,11 @@ class SeenSlots {
     this.#chunk = Math.min(CHUNK_SLOTS, size);
     this.#index = new Int32Array(size * 2);
     this.#indexMask = this.#chunk * 2 - 1;
-    const chunks = size / this.#chunk;
-    this.#min = new Int32Array(chunks * KEY_WORDS).fill(NO_KEY_BELOW);
-    this.#max = new Int32Array(chunks * KEY_WORDS).fill(-1);
+    this.#min = new Int32Array((size / this.#chunk) * KEY_WORDS).fill(NO_KEY_BELOW);
+    this.#max = new Int32Array((size / this.#chunk) * KEY_WORDS).fill(-1);
   }
 
-  /** No room for one more slot: the next would begin the chunk that holds the oldest (or the ring is all used). */
+  /** No room for one more slot: the next would begin the oldest one's chunk (or the ring is all used). */
   get full(): boolean {
     if (this.#length === this.size) return true;
     const next = (this.#head + this.#length) & (this.size - 1);
@@ -392,10 +375,7 @@ class SeenSlots {
     return -1;
   }
 
-  /**
-   * Takes the next slot of the ring (there must be room) for the key at `keys[from..]`;
-   * `indexed` for a ULID key, found through the index.
-   */
+  /** Takes the next slot of the ring (there must be room) for the key at `keys[from..]`; `indexed` for a ULID key. */
   add(keys: Int32Array, from: number, state: number, at: number, indexed: boolean): number {
     const slot = (this.#head + this.#length) & (this.size - 1);
     // A new chunk begins: the one before it becomes an older one.
@@ -405,11 +385,8 @@ class SeenSlots {
     this.state[slot] = state;
     this.at[slot] = at;
     this.answerBytes[slot] = 0;
-    if (!indexed) {
-      this.hash[slot] = -1;
-      return slot;
-    }
-    // Word by word: TypedArray.set is a native call, several times the cost of five stores.
+    this.hash[slot] = -1;
+    if (!indexed) return slot;
     const own = this.keys, to = slot * KEY_WORDS;
     for (let w = 0; w < KEY_WORDS; w++) own[to + w] = keys[from + w]!;
     const hash = hashOf(own, to);
@@ -459,9 +436,7 @@ class SeenSlots {
     return { slots: next, moved };
   }
 
-  #chunkOf(slot: number): number {
-    return (slot / this.#chunk) | 0;
-  }
+  #chunkOf(slot: number): number { return (slot / this.#chunk) | 0; }
 
   /** True when `key` lies within the smallest and largest key of `chunk`. */
   #holds(chunk: number, key: Int32Array): boolean {
@@ -525,7 +500,6 @@ class KeptOrder {
   #keep = new Float64Array(256);
   #head = 0;
   #tail = 0;
-
   constructor(isKept: (slot: number, keep: number) => boolean) {
     this.#isKept = isKept;
   }
