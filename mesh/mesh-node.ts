@@ -10,10 +10,34 @@ import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
 export type { DeadLetter, DeadLetterLimits } from "./peer-link.ts";
 
 
-/** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
+/** An event delivered to this node; call `event.done()` once handled (that is when it is acknowledged). A method: call it on the event. */
 export interface InboundEvent {
   envelope: Envelope;
   done(): void;
+}
+
+/**
+ * An event as the node hands it over: one object per event, its `done` on the prototype (a
+ * closure over the event's connection and seq, and an object around it, were two more
+ * allocations per event). `done` acts once.
+ */
+class ReceivedEvent implements InboundEvent {
+  #finish: ((event: ReceivedEvent) => void) | undefined;
+
+  constructor(
+    readonly envelope: Envelope,
+    readonly connection: MeshLink,
+    readonly seq: number,
+    finish: (event: ReceivedEvent) => void,
+  ) {
+    this.#finish = finish;
+  }
+
+  done(): void {
+    const finish = this.#finish;
+    this.#finish = undefined;
+    finish?.(this);
+  }
 }
 
 
@@ -442,17 +466,18 @@ export class MeshNode {
       return;
     }
     this.#dedupe.begin(id, receivedAt);
-    let finished = false;
-    const done = () => {
-      if (finished) return;
-      finished = true;
-      this.#dedupe.complete(id);
-      connection.settle(seq);
-      this.#settleDuplicates(id);
-    };
-    if (this.#options.onEvent) this.#options.onEvent({ envelope: env, done });
-    else done();
+    const event = new ReceivedEvent(env, connection, seq, this.#eventHandled);
+    if (this.#options.onEvent) this.#options.onEvent(event);
+    else event.done();
   }
+
+  /** An event's handler is done: remembered as handled, acknowledged, its waiting duplicates too. */
+  #eventHandled = (event: ReceivedEvent): void => {
+    const id = event.envelope.message_id;
+    this.#dedupe.complete(id);
+    event.connection.settle(event.seq);
+    this.#settleDuplicates(id);
+  };
 
   #answered(served: ServedRequest, reply: Envelope, connection: MeshLink, seq: number): void {
     const id = served.request.message_id;

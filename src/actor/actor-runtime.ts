@@ -1,5 +1,5 @@
 import { MeshNode, type InboundEvent, type MeshNodeOptions } from "../../mesh/mesh-node.ts";
-import type { RunHooks, ServedRequest } from "../../mesh/requests.ts";
+import { ServedRequest, type RunHooks } from "../../mesh/requests.ts";
 import { createReply, MessageType, ttlDeadline, type Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { handlerContext, initContext, type InitContext, type Outbox } from "./actor-context.ts";
@@ -19,7 +19,8 @@ interface Effects {
   committed: boolean;
 }
 
-type Work = { request: ServedRequest; event?: undefined } | { event: InboundEvent; request?: undefined };
+/** What waits in the mailbox: a request being served, or an event (told apart by class, with no wrapper object per message). */
+type Work = ServedRequest | InboundEvent;
 
 /** What a runtime needs its mesh node to call (joinMesh passes them to the node it starts). */
 export type RuntimeNodeHandlers = Pick<MeshNodeOptions, "onRequest" | "onEvent" | "onSent" | "dedupe" | "onDelivered">;
@@ -105,8 +106,8 @@ export class ActorRuntime<State = unknown> {
     return {
       ...(events && { onSent: (env: Envelope, destinations: readonly string[]) => logSent(events, env, destinations) }),
       ...(durable && { dedupe: durable, onDelivered: (env: Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
-      onRequest: (request) => this.#enqueue({ request }, request.request.priority),
-      onEvent: (event) => this.#enqueue({ event }, event.envelope.priority),
+      onRequest: (request) => this.#enqueue(request, request.request.priority),
+      onEvent: (event) => this.#enqueue(event, event.envelope.priority),
     };
   }
 
@@ -172,8 +173,8 @@ export class ActorRuntime<State = unknown> {
         const work = this.#mailbox.shift();
         if (!work) break;
         this.#running++;
-        if (work.request) this.#handleRequest(work.request);
-        else this.#handleEvent(work.event!);
+        if (work instanceof ServedRequest) this.#handleRequest(work);
+        else this.#handleEvent(work);
       }
     } finally {
       this.#draining = false;

@@ -80,13 +80,14 @@ export interface ConnectMeshOptions {
 export async function connectMesh(options: ConnectMeshOptions): Promise<MeshClient> {
   const address = `${options.name ?? "client"}-${newMessageId().slice(-10).toLowerCase()}`;
   const subscriptions = new Map<string, Set<(event: Envelope) => void>>();
-  const onEvent: NatsJoinOptions["onEvent"] = ({ envelope, done }) => {
+  const onEvent: NatsJoinOptions["onEvent"] = (event) => {
+    const envelope = event.envelope;
     try {
       for (const [pattern, handlers] of subscriptions) {
         if (envelope.topic !== undefined && topicMatches(pattern, envelope.topic)) for (const handler of handlers) handler(envelope);
       }
     } finally {
-      done();
+      event.done();
     }
   };
   const patterns = () => [...subscriptions.keys()];
