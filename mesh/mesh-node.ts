@@ -84,6 +84,8 @@ export interface MeshNodeOptions {
 
 /** The answer of every wait that has nothing to wait for. */
 const READY: Promise<void> = Promise.resolve();
+/** The options of a call that gives none: one shared object, not a new one per message. */
+const NO_OPTIONS: Readonly<RequestOptions> = Object.freeze({});
 
 /** Resolves at once while every link has room (no promise made), else once each has taken enough. */
 function roomIn(links: Iterable<PeerLink>): Promise<void> {
@@ -178,7 +180,7 @@ export class MeshNode {
    * Sends a request along a route and resolves with the response envelope. Rejects with the
    * coded error: 8 unroutable, 3 deadline, 10 attempts exhausted, or whatever the handler answered.
    */
-  request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
+  request(route: Route, payload: Payload, options: RequestOptions = NO_OPTIONS): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.address, route, payload, options);
     return this.requestEnvelope(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
   }
@@ -211,7 +213,7 @@ export class MeshNode {
   }
 
   /** Sends an event along a route (a target, a capability, or every subscriber of a topic). Returns how many destinations it went to. */
-  emit(route: Route, payload: Payload, options: EnvelopeOptions = {}): number {
+  emit(route: Route, payload: Payload, options: EnvelopeOptions = NO_OPTIONS): number {
     return this.#emit(route, payload, options).length;
   }
 
@@ -223,18 +225,22 @@ export class MeshNode {
    * @example
    * for (let i = 0; i < 1_000_000; i++) await node.send({ target_agent: "sink" }, { i });
    */
-  send(route: Route, payload: Payload, options: EnvelopeOptions = {}): Promise<void> {
-    return roomIn(this.#emit(route, payload, options));
+  send(route: Route, payload: Payload, options: EnvelopeOptions = NO_OPTIONS): Promise<void> {
+    const links = this.#emit(route, payload, options);
+    // One destination (a name, an address): no array of promises to gather.
+    if (links.length === 1) return links[0]!.hasRoom ? READY : links[0]!.whenRoom();
+    return roomIn(links);
   }
 
   #emit(route: Route, payload: Payload, options: EnvelopeOptions): PeerLink[] {
     const event = createEvent(this.address, route, payload, options);
     const destinations = this.#router.destinations(route);
-    const links = destinations.map((destination, i) => {
-      const link = this.#link(destination.address);
+    const links: PeerLink[] = [];
+    for (let i = 0; i < destinations.length; i++) {
+      const link = this.#link(destinations[i]!.address);
       link.send(i === 0 ? event : { ...event });
-      return link;
-    });
+      links.push(link);
+    }
     this.#options.onSent?.(event, destinations.map((d) => d.address));
     return links;
   }
@@ -261,7 +267,7 @@ export class MeshNode {
   }
 
   /** Publishes an event on a topic to every subscriber; 0 when nobody subscribes (not an error). */
-  publish(topic: string, payload: Payload, options: EnvelopeOptions = {}): number {
+  publish(topic: string, payload: Payload, options: EnvelopeOptions = NO_OPTIONS): number {
     try {
       return this.emit({ topic }, payload, options);
     } catch (error) {
