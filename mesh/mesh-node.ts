@@ -134,7 +134,18 @@ export class MeshNode {
     this.#router = new Router(options.routes, options.pick);
     this.#dedupe = options.dedupe ?? new DedupeCache();
     this.#deadLetters = new DeadLetters(options.deadLetters);
-    this.#serving = new ServingRequests(options.address);
+    this.#serving = new ServingRequests(options.address, {
+      answered: (reply, served, via, seq) => {
+        if (served) {
+          this.#answered(served, reply, via, seq);
+          return;
+        }
+        // Its ttl was spent on arrival: answered at once, and remembered like any answer.
+        this.#dedupe.complete(reply.correlation_id!, reply);
+        this.#replies.send(reply, via, seq);
+      },
+      progressed: (served, payload) => this.#progress(served.request, payload, served.via),
+    });
     const onOutcome = options.onOutcome;
     this.#pending = new PendingRequests<PeerLink>(
       (request, error, via) => this.#cancelRemote(request, error, via),
@@ -450,15 +461,7 @@ export class MeshNode {
     }
     const receivedAt = Date.now();
     if (env.message_type === MessageType.REQUEST) {
-      const served = this.#serving.start(env, receivedAt, (reply, served) => {
-        if (served) {
-          this.#answered(served, reply, connection, seq);
-          return;
-        }
-        // Its ttl was spent on arrival: answered at once, and remembered like any answer.
-        this.#dedupe.complete(id, reply);
-        this.#replies.send(reply, connection, seq);
-      }, (payload) => this.#progress(env, payload, connection));
+      const served = this.#serving.start(env, receivedAt, connection, seq);
       if (!served) return;
       this.#dedupe.begin(id, receivedAt);
       const onRequest = this.#options.onRequest;

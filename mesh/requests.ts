@@ -268,22 +268,23 @@ export class ServedRequest implements RequestContext {
     return this.#answerEnvelope;
   }
 
+  /** The link the request came on, and its seq there: where its answer goes. */
+  readonly via: MeshLink;
+  readonly seq: number;
   #request: Envelope;
-  #node: string;
-  #answer: (reply: Envelope) => void;
-  #sendProgress: (payload: Payload) => void;
+  #owner: ServingRequests;
   #controller: AbortController | undefined;
   #abortReason: HermesError | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #done = false;
   #answerEnvelope: Envelope | undefined;
 
-  constructor(request: Envelope, deadline: number, answer: (reply: Envelope) => void, sendProgress: (payload: Payload) => void, node: string) {
+  constructor(request: Envelope, deadline: number, owner: ServingRequests, via: MeshLink, seq: number) {
     this.#request = request;
     this.deadline = deadline;
-    this.#answer = answer;
-    this.#sendProgress = sendProgress;
-    this.#node = node;
+    this.#owner = owner;
+    this.via = via;
+    this.seq = seq;
   }
 
   /** Aborted when the sender cancels, the ttl runs out or the connection closes. */
@@ -296,7 +297,7 @@ export class ServedRequest implements RequestContext {
   }
 
   progress(payload: Payload): void {
-    if (!this.#done) this.#sendProgress(payload);
+    if (!this.#done) this.#owner.progressed(this, payload);
   }
 
   /** Arms the ttl deadline: only needed once the handler has gone async. */
@@ -313,11 +314,11 @@ export class ServedRequest implements RequestContext {
       this.fail(new HermesError(ErrorCode.INTERNAL, "handler returned a payload that is not a map"));
       return;
     }
-    this.#finish(createReply(MessageType.RESPONSE, this.#request, this.#node, payload));
+    this.#finish(createReply(MessageType.RESPONSE, this.#request, this.#owner.node, payload));
   }
 
   fail(error: unknown): void {
-    this.#finish(createErrorReply(this.#request, this.#node, HermesError.from(error)));
+    this.#finish(createErrorReply(this.#request, this.#owner.node, HermesError.from(error)));
   }
 
   /**
@@ -361,7 +362,7 @@ export class ServedRequest implements RequestContext {
     if (this.#done) return;
     this.#abortReason = reason;
     // A cancelled request still gets an answer, so the sender's bookkeeping always closes.
-    this.#finish(createErrorReply(this.#request, this.#node, reason));
+    this.#finish(createErrorReply(this.#request, this.#owner.node, reason));
     this.#controller?.abort(reason);
   }
 
@@ -370,7 +371,7 @@ export class ServedRequest implements RequestContext {
     this.#done = true;
     this.#answerEnvelope = reply;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#answer(reply);
+    this.#owner.answered(this, reply);
   }
 }
 
@@ -415,6 +416,14 @@ export function newRequest(node: string, route: Route, payload: Payload, options
   return { request, timeoutMs };
 }
 
+/** Where the requests a member serves are answered: one per member, not a closure per request. */
+export interface AnswerSink {
+  /** The one answer of `served`, or of a request whose ttl was spent on arrival (`served` undefined), which came on `via` as `seq`. */
+  answered(reply: Envelope, served: ServedRequest | undefined, via: MeshLink, seq: number): void;
+  /** A progress payload of `served`. */
+  progressed(served: ServedRequest, payload: Payload): void;
+}
+
 /**
  * The requests a member is handling, by message_id: each gets its ServedRequest (deadline from
  * its ttl, exactly one answer), a cancel from the sender aborts it, and a closed member aborts
@@ -422,11 +431,14 @@ export function newRequest(node: string, route: Route, payload: Payload, options
  * for a member that serves none, with code 8. Used by RequestChannel and MeshNode alike.
  */
 export class ServingRequests {
-  readonly #node: string;
+  /** The address answers come from. */
+  readonly node: string;
   readonly #serving = new Map<string, ServedRequest>();
+  readonly #sink: AnswerSink;
 
-  constructor(node: string) {
-    this.#node = node;
+  constructor(node: string, sink: AnswerSink) {
+    this.node = node;
+    this.#sink = sink;
   }
 
   get size(): number {
@@ -434,27 +446,34 @@ export class ServingRequests {
   }
 
   /**
-   * Starts serving `request`: `answer` gets its one answer, `progress` its progress payloads.
-   * Returns undefined when it was answered at once (ttl spent).
+   * Starts serving `request`, which came on `via` as `seq`: the sink gets its one answer and its
+   * progress payloads. Returns undefined when it was answered at once (ttl spent).
    */
-  start(request: Envelope, receivedAt: number, answer: (reply: Envelope, served: ServedRequest | undefined) => void, progress: (payload: Payload) => void): ServedRequest | undefined {
+  start(request: Envelope, receivedAt: number, via: MeshLink, seq: number): ServedRequest | undefined {
     if (arrivedExpired(request)) {
-      answer(createErrorReply(request, this.#node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })), undefined);
+      this.#sink.answered(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })), undefined, via, seq);
       return undefined;
     }
-    const id = request.message_id;
-    const served: ServedRequest = new ServedRequest(request, ttlDeadline(request, receivedAt), (reply) => {
-      this.#serving.delete(id);
-      answer(reply, served);
-    }, progress, this.#node);
-    this.#serving.set(id, served);
+    const served = new ServedRequest(request, ttlDeadline(request, receivedAt), this, via, seq);
+    this.#serving.set(request.message_id, served);
     return served;
+  }
+
+  /** `served`'s one answer (ServedRequest calls it). */
+  answered(served: ServedRequest, reply: Envelope): void {
+    this.#serving.delete(served.request.message_id);
+    this.#sink.answered(reply, served, served.via, served.seq);
+  }
+
+  /** A progress payload of `served` (ServedRequest calls it). */
+  progressed(served: ServedRequest, payload: Payload): void {
+    this.#sink.progressed(served, payload);
   }
 
   /** Answers code 8: this member serves no requests. */
   refuse(served: ServedRequest): void {
-    served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.#node} serves no requests`, {
-      target: served.request.target_agent ?? served.request.capability ?? served.request.topic ?? this.#node,
+    served.fail(new HermesError(ErrorCode.UNROUTABLE, `${this.node} serves no requests`, {
+      target: served.request.target_agent ?? served.request.capability ?? served.request.topic ?? this.node,
       known: [],
     }));
   }
@@ -493,7 +512,16 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
     this.connection = connection;
     this.node = node;
     this.handler = handler;
-    this.#serving = new ServingRequests(node);
+    this.#serving = new ServingRequests(node, {
+      // The request counts as handled once its answer is on the wire, so a peer that stops
+      // reading answers stops getting credit for new requests: backpressure end to end.
+      answered: (reply, _served, _via, seq) => {
+        if (this.connection.isOpen) this.connection.send(reply, seq);
+      },
+      progressed: (served, payload) => {
+        if (this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, served.request, this.node, payload));
+      },
+    });
     connection.onEnvelope = (env, seq) => this.#dispatch(env, seq);
     connection.closed.then(() => this.#failAll());
   }
@@ -538,13 +566,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   }
 
   #serve(request: Envelope, seq: number): void {
-    // The request counts as handled once its answer is on the wire, so a peer that stops
-    // reading answers stops getting credit for new requests: backpressure end to end.
-    const served = this.#serving.start(request, Date.now(), (reply) => {
-      if (this.connection.isOpen) this.connection.send(reply, seq);
-    }, (payload) => {
-      if (this.connection.isOpen) this.connection.send(createReply(MessageType.PROGRESS, request, this.node, payload));
-    });
+    const served = this.#serving.start(request, Date.now(), this.connection, seq);
     if (!served) return;
     const handler = this.handler;
     if (handler) void served.run(() => handler(request, served));
