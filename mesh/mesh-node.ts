@@ -9,27 +9,17 @@ import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
 export type { DeadLetter, DeadLetterLimits } from "./peer-link.ts";
 
-
 /** An event delivered to this node; call `event.done()` once handled (that is when it is acknowledged). A method: call it on the event. */
 export interface InboundEvent {
   envelope: Envelope;
   done(): void;
 }
 
-/**
- * An event as the node hands it over: one object per event, its `done` on the prototype (a
- * closure over the event's connection and seq, and an object around it, were two more
- * allocations per event). `done` acts once.
- */
+/** An event as the node hands it over: one object, `done` on its prototype and acting once (a closure and an object per event before). */
 class ReceivedEvent implements InboundEvent {
   #finish: ((event: ReceivedEvent) => void) | undefined;
 
-  constructor(
-    readonly envelope: Envelope,
-    readonly connection: MeshLink,
-    readonly seq: number,
-    finish: (event: ReceivedEvent) => void,
-  ) {
+  constructor(readonly envelope: Envelope, readonly connection: MeshLink, readonly seq: number, finish: (event: ReceivedEvent) => void) {
     this.#finish = finish;
   }
 
@@ -39,8 +29,6 @@ class ReceivedEvent implements InboundEvent {
     finish?.(this);
   }
 }
-
-
 
 /** Settings of a mesh participant. */
 export interface MeshNodeOptions {
@@ -135,15 +123,7 @@ export class MeshNode {
     this.#dedupe = options.dedupe ?? new DedupeCache();
     this.#deadLetters = new DeadLetters(options.deadLetters);
     this.#serving = new ServingRequests(options.address, {
-      answered: (reply, served, via, seq) => {
-        if (served) {
-          this.#answered(served, reply, via, seq);
-          return;
-        }
-        // Its ttl was spent on arrival: answered at once, and remembered like any answer.
-        this.#dedupe.complete(reply.correlation_id!, reply);
-        this.#replies.send(reply, via, seq);
-      },
+      answered: (reply, request, via, seq) => this.#answered(request, reply, via, seq),
       progressed: (served, payload) => this.#progress(served.request, payload, served.via),
     });
     const onOutcome = options.onOutcome;
@@ -187,20 +167,13 @@ export class MeshNode {
     return this.#deadLetters.list();
   }
 
-  /**
-   * Sends a request along a route and resolves with the response envelope. Rejects with the
-   * coded error: 8 unroutable, 3 deadline, 10 attempts exhausted, or whatever the handler answered.
-   */
+  /** Sends a request along a route and resolves with the response envelope; rejects with the coded error (8 unroutable, 3 deadline, 10 attempts exhausted, or the handler's). */
   request(route: Route, payload: Payload, options: RequestOptions = NO_OPTIONS): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.address, route, payload, options);
     return this.requestEnvelope(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
   }
 
-  /**
-   * Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send,
-   * ids and trace intact) along the route its fields name, and waits for its answer here:
-   * `reply_to` must be this node's address.
-   */
+  /** Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send, ids and trace intact) along its own route and waits for the answer here (`reply_to` must be this node's address). */
   requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
     const timeoutMs = options.timeoutMs ?? request.ttl;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
@@ -256,10 +229,7 @@ export class MeshNode {
     return links;
   }
 
-  /**
-   * Sends an envelope built elsewhere (a durable outbox replaying after a restart) along the
-   * route its own fields name, keeping its message_id so receivers deduplicate it.
-   */
+  /** Sends an envelope built elsewhere (a durable outbox replaying after a restart) along its own route, its message_id kept so receivers deduplicate it. */
   dispatch(env: Envelope): number {
     const destinations = this.#router.destinations(env);
     for (const [i, destination] of destinations.entries()) this.#link(destination.address).send(i === 0 ? env : { ...env });
@@ -419,11 +389,7 @@ export class MeshNode {
     connection.onAcknowledged = this.#answerAcknowledged;
   }
 
-  /**
-   * The requester acknowledged an answer: it will not ask again, so the dedupe memory keeps
-   * only the id. (Keeping every answer for ten minutes made a busy actor's memory grow
-   * without bound and its hop slower.)
-   */
+  /** The requester acknowledged an answer: it will not ask again, so the dedupe memory keeps only the id (keeping every answer grew a busy actor's memory without bound). */
   #answerAcknowledged = (env: Envelope): void => {
     if (env.message_type === MessageType.RESPONSE || env.message_type === MessageType.ERROR) this.#dedupe.releaseAnswer(env.correlation_id!);
   };
@@ -488,8 +454,9 @@ export class MeshNode {
     this.#settleDuplicates(id);
   };
 
-  #answered(served: ServedRequest, reply: Envelope, connection: MeshLink, seq: number): void {
-    const id = served.request.message_id;
+  /** A request's one answer (its ttl spent on arrival, too) goes back, and is remembered for a redelivery. */
+  #answered(request: Envelope, reply: Envelope, connection: MeshLink, seq: number): void {
+    const id = request.message_id;
     let answer = reply;
     try {
       this.#replies.send(answer, connection, seq);
@@ -501,7 +468,7 @@ export class MeshNode {
         connection.settle(seq);
       } else {
         // The answer itself cannot travel (too deep, too big): the requester learns why at once.
-        answer = createErrorReply(served.request, this.address, unsendableAnswer(refusal));
+        answer = createErrorReply(request, this.address, unsendableAnswer(refusal));
         try {
           this.#replies.send(answer, connection, seq);
         } catch {

@@ -225,11 +225,6 @@ export class PendingRequests<Via = unknown> {
     }
   }
 
-  /** True while `id` waits for an answer. */
-  has(id: string): boolean {
-    return this.#pending.has(id);
-  }
-
   /** Rejects every waiting request. */
   failAll(error: HermesError): void {
     for (const id of [...this.#pending.keys()]) this.fail(id, error);
@@ -252,12 +247,6 @@ export class PendingRequests<Via = unknown> {
  * only when a handler reads `signal`, and the timer only when the handler goes async.
  */
 export class ServedRequest implements RequestContext {
-  readonly deadline: number;
-  /** The request being answered. */
-  get request(): Envelope {
-    return this.#request;
-  }
-
   /** True once an answer (of any kind) has gone. */
   get done(): boolean {
     return this.#done;
@@ -268,10 +257,6 @@ export class ServedRequest implements RequestContext {
     return this.#answerEnvelope;
   }
 
-  /** The link the request came on, and its seq there: where its answer goes. */
-  readonly via: MeshLink;
-  readonly seq: number;
-  #request: Envelope;
   #owner: ServingRequests;
   #controller: AbortController | undefined;
   #abortReason: HermesError | undefined;
@@ -279,12 +264,9 @@ export class ServedRequest implements RequestContext {
   #done = false;
   #answerEnvelope: Envelope | undefined;
 
-  constructor(request: Envelope, deadline: number, owner: ServingRequests, via: MeshLink, seq: number) {
-    this.#request = request;
-    this.deadline = deadline;
+  /** `request` came on `via` as `seq`: where its answer goes. */
+  constructor(readonly request: Envelope, readonly deadline: number, owner: ServingRequests, readonly via: MeshLink, readonly seq: number) {
     this.#owner = owner;
-    this.via = via;
-    this.seq = seq;
   }
 
   /** Aborted when the sender cancels, the ttl runs out or the connection closes. */
@@ -303,7 +285,7 @@ export class ServedRequest implements RequestContext {
   /** Arms the ttl deadline: only needed once the handler has gone async. */
   startDeadline(): void {
     if (this.#done) return;
-    const ttl = this.#request.ttl;
+    const ttl = this.request.ttl;
     this.#timer = setTimeout(() => {
       this.abort(new HermesError(ErrorCode.TASK_TIMEOUT, `handler did not finish within the ttl of ${ttl} ms`, { timeout_ms: ttl }));
     }, Math.max(0, this.deadline - Date.now()));
@@ -314,11 +296,11 @@ export class ServedRequest implements RequestContext {
       this.fail(new HermesError(ErrorCode.INTERNAL, "handler returned a payload that is not a map"));
       return;
     }
-    this.#finish(createReply(MessageType.RESPONSE, this.#request, this.#owner.node, payload));
+    this.#finish(createReply(MessageType.RESPONSE, this.request, this.#owner.node, payload));
   }
 
   fail(error: unknown): void {
-    this.#finish(createErrorReply(this.#request, this.#owner.node, HermesError.from(error)));
+    this.#finish(createErrorReply(this.request, this.#owner.node, HermesError.from(error)));
   }
 
   /**
@@ -353,7 +335,7 @@ export class ServedRequest implements RequestContext {
   }
 
   #thrown(error: unknown, hooks: RunHooks | undefined): void {
-    hooks?.onThrow?.(error, this.#request);
+    hooks?.onThrow?.(error, this.request);
     this.fail(error);
   }
 
@@ -362,7 +344,7 @@ export class ServedRequest implements RequestContext {
     if (this.#done) return;
     this.#abortReason = reason;
     // A cancelled request still gets an answer, so the sender's bookkeeping always closes.
-    this.#finish(createErrorReply(this.#request, this.#owner.node, reason));
+    this.#finish(createErrorReply(this.request, this.#owner.node, reason));
     this.#controller?.abort(reason);
   }
 
@@ -398,7 +380,6 @@ export interface RequestOptions extends EnvelopeOptions {
   onProgress?: (payload: Payload, envelope: Envelope) => void;
 }
 
-
 /** What ServedRequest.run calls around the handler: before its answer goes (a durable commit), and when it threw. */
 export interface RunHooks {
   beforeAnswer?(payload: Payload): void;
@@ -418,8 +399,8 @@ export function newRequest(node: string, route: Route, payload: Payload, options
 
 /** Where the requests a member serves are answered: one per member, not a closure per request. */
 export interface AnswerSink {
-  /** The one answer of `served`, or of a request whose ttl was spent on arrival (`served` undefined), which came on `via` as `seq`. */
-  answered(reply: Envelope, served: ServedRequest | undefined, via: MeshLink, seq: number): void;
+  /** The one answer to `request` (served, or refused at once with its ttl spent), which came on `via` as `seq`. */
+  answered(reply: Envelope, request: Envelope, via: MeshLink, seq: number): void;
   /** A progress payload of `served`. */
   progressed(served: ServedRequest, payload: Payload): void;
 }
@@ -451,7 +432,7 @@ export class ServingRequests {
    */
   start(request: Envelope, receivedAt: number, via: MeshLink, seq: number): ServedRequest | undefined {
     if (arrivedExpired(request)) {
-      this.#sink.answered(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })), undefined, via, seq);
+      this.#sink.answered(createErrorReply(request, this.node, new HermesError(ErrorCode.TTL_EXPIRED, "ttl ran out before handling", { ttl: request.ttl })), request, via, seq);
       return undefined;
     }
     const served = new ServedRequest(request, ttlDeadline(request, receivedAt), this, via, seq);
@@ -462,7 +443,7 @@ export class ServingRequests {
   /** `served`'s one answer (ServedRequest calls it). */
   answered(served: ServedRequest, reply: Envelope): void {
     this.#serving.delete(served.request.message_id);
-    this.#sink.answered(reply, served, served.via, served.seq);
+    this.#sink.answered(reply, served.request, served.via, served.seq);
   }
 
   /** A progress payload of `served` (ServedRequest calls it). */
@@ -541,11 +522,6 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   /** Sends an event (no answer expected). */
   emit(event: Envelope): void {
     this.connection.send(event);
-  }
-
-  /** Requests sent and not yet answered. */
-  get pendingRequests(): number {
-    return this.#pending.size;
   }
 
   #dispatch(env: Envelope, seq: number): void {
