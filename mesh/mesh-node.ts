@@ -12,17 +12,17 @@ export type { DeadLetter, DeadLetterLimits } from "./peer-link.ts";
 /** An event delivered to this node; call `event.done()` once handled (that is when it is acknowledged). A method: call it on the event. */
 export interface InboundEvent {
   envelope: Envelope;
+  /** When it arrived (ms since the epoch), if known. */
+  receivedAt?: number;
   done(): void;
 }
 
 /** An event as the node hands it over: one object, `done` on its prototype and acting once (a closure and an object per event before). */
 class ReceivedEvent implements InboundEvent {
   #finish: ((event: ReceivedEvent) => void) | undefined;
-
-  constructor(readonly envelope: Envelope, readonly connection: MeshLink, readonly seq: number, finish: (event: ReceivedEvent) => void) {
+  constructor(readonly envelope: Envelope, readonly receivedAt: number, readonly connection: MeshLink, readonly seq: number, finish: (event: ReceivedEvent) => void) {
     this.#finish = finish;
   }
-
   done(): void {
     const finish = this.#finish;
     this.#finish = undefined;
@@ -441,7 +441,7 @@ export class MeshNode {
       return;
     }
     this.#dedupe.begin(id, receivedAt);
-    const event = new ReceivedEvent(env, connection, seq, this.#eventHandled);
+    const event = new ReceivedEvent(env, receivedAt, connection, seq, this.#eventHandled);
     if (this.#options.onEvent) this.#options.onEvent(event);
     else event.done();
   }

@@ -139,12 +139,12 @@ export class EventLog {
   /**
    * The `handled` record of one message (to the span file): when it started (ms since the
    * epoch), how long it took (ms), its attempt, its error code if it failed, and the span that
-   * caused it (`parentSpanOf(env.headers)`).
+   * caused it (`parentSpanOf(env.headers)`); `now`, the record's time, when the caller has read the clock already.
    */
-  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
+  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined, now = Date.now()): void {
     if (this.#closed) return;
     const spans = this.#spanBatch();
-    spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanId);
+    spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanId, now);
     this.#wrote(spans.bytes);
   }
 

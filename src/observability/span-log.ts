@@ -113,8 +113,8 @@ export class SpanBatch {
     return this.#end;
   }
 
-  /** One handled envelope: `startedAt` and `durationMs` in ms, `errorCode` when it failed. */
-  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined): void {
+  /** One handled envelope: `startedAt` and `durationMs` in ms, `errorCode` when it failed; `now` the record's time (ms since the epoch). */
+  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined, now = Date.now()): void {
     const traceIsMessage = env.trace_id === env.message_id;
     const { topic, capability } = env;
     const flags = (traceIsMessage ? Flag.TRACE_IS_MESSAGE : 0) | (parentSpanId !== undefined ? Flag.PARENT : 0) | (topic !== undefined ? Flag.TOPIC : 0) | (capability !== undefined ? Flag.CAPABILITY : 0) |
@@ -123,6 +123,7 @@ export class SpanBatch {
       Kind.HANDLED,
       flags,
       28 + room(env.message_type) + (traceIsMessage ? 0 : room(env.trace_id)) + room(env.message_id) + room(env.source_agent) + room(parentSpanId) + room(topic) + room(capability),
+      now,
     );
     const b = this.#buffer;
     b.writeDoubleLE(startedAt, at);
@@ -209,7 +210,7 @@ export class SpanBatch {
   }
 
   /** Starts a record of at most `body` bytes after its fixed part; returns where its body starts. */
-  #record(kind: number, flags: number, body: number): number {
+  #record(kind: number, flags: number, body: number, now = Date.now()): number {
     const need = this.#end + 14 + body + TRAILER_BYTES;
     if (need > this.#buffer.length) {
       const grown = Buffer.allocUnsafe(Math.max(need, this.#buffer.length * 2));
@@ -220,7 +221,7 @@ export class SpanBatch {
     const at = this.#end;
     b[at + 4] = kind;
     b[at + 5] = flags;
-    b.writeDoubleLE(Date.now(), at + 6);
+    b.writeDoubleLE(now, at + 6);
     return at + 14;
   }
 
