@@ -123,6 +123,7 @@ class HandlerCall<State> implements ActorContext<State> {
   #traceparent: string | undefined;
   /** Bound on first use: most calls never log, and a logger per call showed in profiles. */
   #log: Logger | undefined;
+  #inherited: EnvelopeOptions | undefined;
 
   constructor(node: MeshNode, identity: Identity, state: State, envelope: Envelope, served: ServedRequest | undefined, deadline: number, durable: { store: ActorStore; outbox: Outbox } | undefined) {
     this.name = identity.name;
@@ -138,6 +139,7 @@ class HandlerCall<State> implements ActorContext<State> {
     this.#outbox = durable?.outbox;
     this.#traceparent = undefined;
     this.#log = undefined;
+    this.#inherited = undefined;
   }
 
   get log(): Logger {
@@ -155,8 +157,8 @@ class HandlerCall<State> implements ActorContext<State> {
 
   get request(): ActorContext["request"] {
     return async (to, payload, options) => {
-      const opts = this.#inherit(options);
-      if (opts.timeoutMs === undefined && opts.ttl === undefined) opts.timeoutMs = Math.max(1, this.deadline - Date.now());
+      const inherited = this.#inherit(options);
+      const opts = inherited.timeoutMs === undefined && inherited.ttl === undefined ? { ...inherited, timeoutMs: Math.max(1, this.deadline - Date.now()) } : inherited;
       return (await this.#node.request(toRoute(to), payload, opts)).payload;
     };
   }
@@ -186,8 +188,17 @@ class HandlerCall<State> implements ActorContext<State> {
     return (payload) => this.#served?.respond(payload);
   }
 
-  /** The options of a message sent from this call: the trace continues (same trace_id and context_id, a traceparent naming this span). */
-  #inherit<T extends EnvelopeOptions>(options: T | undefined): T {
+  /**
+   * The options of a message sent from this call: the trace continues (same trace_id and
+   * context_id, a traceparent naming this span). Without options of its own, every message of
+   * the call shares one frozen object (a handler that sends many paid two objects per message).
+   */
+  #inherit<T extends EnvelopeOptions & RequestOptions>(options: T | undefined): T {
+    if (options === undefined) return (this.#inherited ??= deepFreeze(this.#inheritFrom(undefined))) as T;
+    return this.#inheritFrom(options);
+  }
+
+  #inheritFrom<T extends EnvelopeOptions>(options: T | undefined): T {
     const envelope = this.envelope;
     return {
       trace_id: envelope.trace_id,
@@ -214,4 +225,10 @@ function stage(node: MeshNode, source: string, outbox: Outbox, route: Route, pay
   const envelope = createEvent(source, route, payload, options);
   for (const destination of destinations) outbox.push({ destination, envelope: { ...envelope } });
   return destinations.length;
+}
+
+/** `options` and its headers frozen: shared by every message a handler call sends, so none may change it. */
+function deepFreeze(options: EnvelopeOptions): EnvelopeOptions {
+  if (options.headers) Object.freeze(options.headers);
+  return Object.freeze(options);
 }

@@ -84,6 +84,8 @@ export class EventLog {
   #pendingLines = 0;
   /** Per-message records not yet written; made with the first one (a member that handles nothing never has one). */
   #spans: SpanBatch | undefined;
+  #lastDestination: string | undefined;
+  #lastDestinationJson = "[]";
   /** Armed by the first line after a flush: an idle log sets no timer and wakes nothing. */
   #timer: ReturnType<typeof setTimeout> | undefined;
   #flushLater = () => {
@@ -160,8 +162,18 @@ export class EventLog {
   sent(env: Envelope, destinations: readonly string[], parentSpanId: string | undefined): void {
     if (this.#closed) return;
     const spans = this.#spanBatch();
-    spans.sent(env, JSON.stringify(destinations), parentSpanId);
+    spans.sent(env, this.#destinationsJson(destinations), parentSpanId);
     this.#wrote(spans.bytes);
+  }
+
+  /** The JSON of `destinations`; for one destination, the same as the last message's is not built again. */
+  #destinationsJson(destinations: readonly string[]): string {
+    if (destinations.length !== 1) return JSON.stringify(destinations);
+    if (destinations[0] !== this.#lastDestination) {
+      this.#lastDestination = destinations[0];
+      this.#lastDestinationJson = JSON.stringify(destinations);
+    }
+    return this.#lastDestinationJson;
   }
 
   /** The batch records are written into, made with the first one. */
