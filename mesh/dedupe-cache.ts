@@ -1,5 +1,6 @@
 import type { Envelope } from "./envelope.ts";
 import { approximateBytes } from "./frames.ts";
+import { readUlidKey, ULID_KEY_WORDS, ulidKeyTime } from "./ids.ts";
 
 /** What a receiver remembers of a message it has seen. */
 export interface DedupeEntry {
@@ -44,7 +45,8 @@ export interface DedupeStore {
  * Why typed arrays: kept as strings in a Map (with an object each), 100,000 ids were a live set
  * the collector walked on every collection (docs/benchmarks.md). A ULID is kept as its 130 bits
  * in numbers instead (SeenSlots). Other ids (a ULID in lower case, which an envelope may carry;
- * names in tests and other stores) go through a Map to the same slots.
+ * names in tests and other stores; a ULID stamped far ahead of its arrival) go through a Map to
+ * the same slots.
  *
  * @example
  * const seen = new DedupeCache();
@@ -57,7 +59,7 @@ export class DedupeCache implements DedupeStore {
   /** Bytes of answer bodies kept at most; past it the oldest bodies give way to summaries. */
   readonly answerBudgetBytes: number;
   #slots = new SeenSlots(INITIAL_SLOTS);
-  /** Slots of ids that are not ULIDs, and the other way round (to unindex an evicted one). */
+  /** Slots of ids the chunks do not index (not ULIDs, or stamped far ahead: AHEAD_MS), and the other way round. */
   #named = new Map<string, number>();
   #nameOf = new Map<number, string>();
   /**
@@ -72,7 +74,7 @@ export class DedupeCache implements DedupeStore {
   #summaries = new Map<number, AnswerSummary>();
   #answerBytesTotal = 0;
   /** The key of the id read last: a message is looked up, begun and completed by the same id. */
-  #key = new Int32Array(KEY_WORDS);
+  #key = new Int32Array(ULID_KEY_WORDS);
   #keyOf: string | undefined;
   #keyIsUlid = false;
   /**
@@ -117,9 +119,12 @@ export class DedupeCache implements DedupeStore {
   /** Records that `id` was handled, with the answer sent for it (requests). */
   complete(id: string, answer?: Envelope): void {
     let slot = this.#find(id);
+    const now = slot < 0 ? Date.now() : 0;
     if (slot >= 0) this.#slots.state[slot] = DONE;
-    else slot = this.#add(id, DONE, Date.now());
+    else slot = this.#add(id, DONE, now);
     if (answer) this.#keepAnswer(slot, answer);
+    // Remembered anew (evicted while it ran, or never begun here): the memory keeps its bounds.
+    if (now > 0) this.#evict(now);
   }
 
   releaseAnswer(id: string): void {
@@ -138,7 +143,7 @@ export class DedupeCache implements DedupeStore {
   /** True when `id` is a ULID, read into #key. */
   #read(id: string): boolean {
     if (id !== this.#keyOf) {
-      this.#keyIsUlid = readUlid(id, this.#key);
+      this.#keyIsUlid = readUlidKey(id, this.#key);
       this.#keyOf = id;
       this.#slotKnown = false;
     }
@@ -149,7 +154,9 @@ export class DedupeCache implements DedupeStore {
   #find(id: string): number {
     const ulid = this.#read(id);
     if (this.#slotKnown) return this.#slotOfKey;
-    this.#slotOfKey = ulid ? this.#slots.find(this.#key) : (this.#named.get(id) ?? -1);
+    // The Map first while it holds anything: ids the chunks do not index (see #add) are there.
+    const named = this.#named.size > 0 ? (this.#named.get(id) ?? -1) : -1;
+    this.#slotOfKey = named < 0 && ulid ? this.#slots.find(this.#key) : named;
     this.#slotKnown = true;
     return this.#slotOfKey;
   }
@@ -157,7 +164,7 @@ export class DedupeCache implements DedupeStore {
   #add(id: string, state: number, at: number): number {
     if (this.#slots.full) this.#reshape();
     let slot: number;
-    if (this.#read(id)) slot = this.#slots.add(this.#key, 0, state, at, true);
+    if (this.#read(id) && ulidKeyTime(this.#key) <= at + AHEAD_MS) slot = this.#slots.add(this.#key, 0, state, at, true);
     else {
       slot = this.#slots.add(this.#key, 0, state, at, false);
       this.#named.set(id, slot);
@@ -255,41 +262,12 @@ const EMPTY = 0;
 const HANDLING = 1;
 const DONE = 2;
 const INITIAL_SLOTS = 1024;
-/** Numbers per key: a ULID's 26 characters, six to a number (30 bits), the last two in the fifth. */
-const KEY_WORDS = 5;
 /**
- * Crockford base32 digit values by character code, upper case only; -1 for anything else. A ULID
- * in lower case (valid in an envelope) goes through the Map of other ids: ids are compared as
- * the exact strings they are, as everything else that keys on a message_id does (the waiting
- * duplicates, a durable store's records).
+ * A ULID stamped more than this after its arrival (a sender whose clock runs ahead, or a made-up
+ * id) goes through the Map of other ids: in a chunk it would raise the chunk's largest key, and
+ * every fresh id until the clock caught up would have to look into that chunk too.
  */
-const DIGIT = new Int8Array(128).fill(-1);
-for (const [i, c] of [..."0123456789ABCDEFGHJKMNPQRSTVWXYZ"].entries()) DIGIT[c.charCodeAt(0)] = i;
-
-/**
- * Reads `id` into `key` when it is a ULID as this mesh writes them (26 upper-case Crockford
- * base32 digits); false when not. Six digits to a word, without a branch per digit: a digit
- * that is not one is -1, all bits set, and shows in the OR of them all (half the time of a
- * loop that tests each, measured).
- */
-function readUlid(id: string, key: Int32Array): boolean {
-  if (id.length !== 26) return false;
-  let bad = 0;
-  for (let word = 0, i = 0; word < 4; word++, i += 6) {
-    const a = digit(id, i), b = digit(id, i + 1), c = digit(id, i + 2), d = digit(id, i + 3), e = digit(id, i + 4), f = digit(id, i + 5);
-    bad |= a | b | c | d | e | f;
-    key[word] = (a << 25) | (b << 20) | (c << 15) | (d << 10) | (e << 5) | f;
-  }
-  const y = digit(id, 24), z = digit(id, 25);
-  key[4] = (y << 5) | z;
-  return (bad | y | z) >= 0;
-}
-
-/** The value of the Crockford digit at `i` of `id`, -1 when it is none. */
-function digit(id: string, i: number): number {
-  const code = id.charCodeAt(i);
-  return code < 128 ? DIGIT[code]! : -1;
-}
+const AHEAD_MS = 10;
 
 /** Slots per chunk of the ring (a smaller ring is one chunk): see SeenSlots. */
 const CHUNK_SLOTS = 4096;
@@ -326,14 +304,14 @@ class SeenSlots {
   readonly #min: Int32Array;
   readonly #max: Int32Array;
   /** The largest key of every chunk but the newest (all -1: none). A key above it can only be in the newest chunk. */
-  readonly #olderMax = new Int32Array(KEY_WORDS).fill(-1);
+  readonly #olderMax = new Int32Array(ULID_KEY_WORDS).fill(-1);
   #head = 0;
   #length = 0;
   live = 0;
 
   constructor(size: number) {
     this.size = size;
-    this.keys = new Int32Array(size * KEY_WORDS);
+    this.keys = new Int32Array(size * ULID_KEY_WORDS);
     this.hash = new Int32Array(size);
     this.state = new Uint8Array(size);
     this.at = new Float64Array(size);
@@ -342,8 +320,8 @@ class SeenSlots {
     this.#chunk = Math.min(CHUNK_SLOTS, size);
     this.#index = new Int32Array(size * 2);
     this.#indexMask = this.#chunk * 2 - 1;
-    this.#min = new Int32Array((size / this.#chunk) * KEY_WORDS).fill(NO_KEY_BELOW);
-    this.#max = new Int32Array((size / this.#chunk) * KEY_WORDS).fill(-1);
+    this.#min = new Int32Array((size / this.#chunk) * ULID_KEY_WORDS).fill(NO_KEY_BELOW);
+    this.#max = new Int32Array((size / this.#chunk) * ULID_KEY_WORDS).fill(-1);
   }
 
   /** No room for one more slot: the next would begin the oldest one's chunk (or the ring is all used). */
@@ -387,8 +365,8 @@ class SeenSlots {
     this.answerBytes[slot] = 0;
     this.hash[slot] = -1;
     if (!indexed) return slot;
-    const own = this.keys, to = slot * KEY_WORDS;
-    for (let w = 0; w < KEY_WORDS; w++) own[to + w] = keys[from + w]!;
+    const own = this.keys, to = slot * ULID_KEY_WORDS;
+    for (let w = 0; w < ULID_KEY_WORDS; w++) own[to + w] = keys[from + w]!;
     const hash = hashOf(own, to);
     this.hash[slot] = hash;
     const chunk = this.#chunkOf(slot);
@@ -396,9 +374,9 @@ class SeenSlots {
     let i = hash & mask;
     while (index[base + i] !== 0) i = (i + 1) & mask;
     index[base + i] = slot + 1;
-    const bound = chunk * KEY_WORDS;
-    if (compareKeys(own, to, this.#min, bound) < 0) for (let w = 0; w < KEY_WORDS; w++) this.#min[bound + w] = own[to + w]!;
-    if (compareKeys(own, to, this.#max, bound) > 0) for (let w = 0; w < KEY_WORDS; w++) this.#max[bound + w] = own[to + w]!;
+    const bound = chunk * ULID_KEY_WORDS;
+    if (compareKeys(own, to, this.#min, bound) < 0) for (let w = 0; w < ULID_KEY_WORDS; w++) this.#min[bound + w] = own[to + w]!;
+    if (compareKeys(own, to, this.#max, bound) > 0) for (let w = 0; w < ULID_KEY_WORDS; w++) this.#max[bound + w] = own[to + w]!;
     return slot;
   }
 
@@ -428,7 +406,7 @@ class SeenSlots {
     for (let n = 0; n < this.#length; n++) {
       const slot = (this.#head + n) & (this.size - 1);
       if (this.state[slot] === EMPTY) continue;
-      const to = next.add(this.keys, slot * KEY_WORDS, this.state[slot]!, this.at[slot]!, this.hash[slot] !== -1);
+      const to = next.add(this.keys, slot * ULID_KEY_WORDS, this.state[slot]!, this.at[slot]!, this.hash[slot] !== -1);
       next.answerBytes[to] = this.answerBytes[slot]!;
       next.answerKeep[to] = this.answerKeep[slot]!;
       moved[slot] = to;
@@ -440,7 +418,7 @@ class SeenSlots {
 
   /** True when `key` lies within the smallest and largest key of `chunk`. */
   #holds(chunk: number, key: Int32Array): boolean {
-    const bound = chunk * KEY_WORDS;
+    const bound = chunk * ULID_KEY_WORDS;
     return compareKeys(key, 0, this.#min, bound) >= 0 && compareKeys(key, 0, this.#max, bound) <= 0;
   }
 
@@ -451,21 +429,21 @@ class SeenSlots {
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const entry = index[base + i]!;
       if (entry === 0) return -1;
-      const slot = entry - 1, at = slot * KEY_WORDS;
+      const slot = entry - 1, at = slot * ULID_KEY_WORDS;
       // An emptied slot keeps its place in the index: the same id begun again has a later one.
       if (keys[at] === key[0] && keys[at + 1] === key[1] && keys[at + 2] === key[2] && keys[at + 3] === key[3] && keys[at + 4] === key[4] && this.state[slot] !== EMPTY) return slot;
     }
   }
 
   #raiseOlderMax(chunk: number): void {
-    if (compareKeys(this.#max, chunk * KEY_WORDS, this.#olderMax, 0) > 0) for (let w = 0; w < KEY_WORDS; w++) this.#olderMax[w] = this.#max[chunk * KEY_WORDS + w]!;
+    if (compareKeys(this.#max, chunk * ULID_KEY_WORDS, this.#olderMax, 0) > 0) for (let w = 0; w < ULID_KEY_WORDS; w++) this.#olderMax[w] = this.#max[chunk * ULID_KEY_WORDS + w]!;
   }
 
   /** The head left `chunk`: its index and range start over, and the older chunks' largest key is found again. */
   #clear(chunk: number): void {
     this.#index.fill(0, chunk * this.#chunk * 2, (chunk + 1) * this.#chunk * 2);
-    this.#min.fill(NO_KEY_BELOW, chunk * KEY_WORDS, (chunk + 1) * KEY_WORDS);
-    this.#max.fill(-1, chunk * KEY_WORDS, (chunk + 1) * KEY_WORDS);
+    this.#min.fill(NO_KEY_BELOW, chunk * ULID_KEY_WORDS, (chunk + 1) * ULID_KEY_WORDS);
+    this.#max.fill(-1, chunk * ULID_KEY_WORDS, (chunk + 1) * ULID_KEY_WORDS);
     this.#olderMax.fill(-1);
     if (this.#length === 0) return;
     const chunks = this.size / this.#chunk;
@@ -479,7 +457,7 @@ const NO_KEY_BELOW = 0x7fffffff;
 
 /** Orders two keys as their ULIDs order (every word is 0 or more): negative, 0 or positive. */
 function compareKeys(a: Int32Array, aFrom: number, b: Int32Array, bFrom: number): number {
-  for (let w = 0; w < KEY_WORDS; w++) {
+  for (let w = 0; w < ULID_KEY_WORDS; w++) {
     const d = a[aFrom + w]! - b[bFrom + w]!;
     if (d !== 0) return d;
   }

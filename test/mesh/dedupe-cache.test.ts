@@ -201,4 +201,33 @@ describe("DedupeCache keeps ULIDs as numbers", () => {
     for (const id of history) expect(cache.lookup(id)?.state).toBe(model.get(id));
     expect(checked).toBe(120_000);
   });
+
+  test("ids stamped far ahead of their arrival are remembered like any other, and completes of ids never begun keep the memory's bound", () => {
+    // A ULID from a clock that runs ahead goes through the Map of other ids, not the chunks (where it
+    // would widen their ranges); it must be found all the same, before and after the clock catches up.
+    const cache = new DedupeCache({ capacity: 5_000 });
+    const start = Date.now();
+    const fresh = monotonicFactory();
+    const ahead = monotonicFactory();
+    const aheadIds: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const now = start + Math.floor(i / 10);
+      cache.begin(fresh(now), now);
+      if (i % 500 === 0) {
+        const id = i % 1000 === 0 ? ahead(now + 30_000) : ulid(now + 600_000 + i); // 30 s ahead; far ahead
+        cache.begin(id, now);
+        aheadIds.push(id);
+      }
+    }
+    // Still remembered while in the last 5,000 arrivals: the ones begun in the last 5,000 - 40 ids.
+    const recent = aheadIds.slice(-9);
+    for (const id of recent) expect(cache.lookup(id)?.state).toBe("handling");
+    expect(cache.lookup(aheadIds[0]!)).toBeUndefined(); // evicted like the rest
+    expect(cache.size).toBe(5_000);
+    // Completes of ids never begun here (a handling that outlived its id's place) evict as begins do.
+    for (let i = 0; i < 12_000; i++) cache.complete(`late-${i}`);
+    expect(cache.size).toBe(5_000);
+    expect(cache.lookup("late-11999")?.state).toBe("done");
+    expect(cache.lookup("late-6999")).toBeUndefined();
+  });
 });
