@@ -9,24 +9,25 @@ import type { RegistryEntry } from "./registry.ts";
 import { Router, type InstancePicker, type RouteTable } from "./routing.ts";
 export type { DeadLetter, DeadLetterLimits } from "./peer-link.ts";
 
-/** An event delivered to this node; call `event.done()` once handled (that is when it is acknowledged). A method: call it on the event. */
+/** An event delivered to this node; call `done()` once handled (that is when it is acknowledged). */
 export interface InboundEvent {
   envelope: Envelope;
-  /** When it arrived (ms since the epoch), if known. */
-  receivedAt?: number;
   done(): void;
 }
 
-/** An event as the node hands it over: one object, `done` on its prototype and acting once (a closure and an object per event before). */
+/** An event as the node hands it over: one object, `done` on its prototype and acting once (a closure, its scope and an object per event before). */
 class ReceivedEvent implements InboundEvent {
   #finish: ((event: ReceivedEvent) => void) | undefined;
-  constructor(readonly envelope: Envelope, readonly receivedAt: number, readonly connection: MeshLink, readonly seq: number, finish: (event: ReceivedEvent) => void) {
+  constructor(readonly envelope: Envelope, readonly connection: MeshLink, readonly seq: number, finish: (event: ReceivedEvent) => void) {
     this.#finish = finish;
   }
-  done(): void {
-    const finish = this.#finish;
-    this.#finish = undefined;
-    finish?.(this);
+  /** A getter, so that `const { done } = event` works too. */
+  get done(): () => void {
+    return () => {
+      const finish = this.#finish;
+      this.#finish = undefined;
+      finish?.(this);
+    };
   }
 }
 
@@ -177,6 +178,7 @@ export class MeshNode {
   requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
     const timeoutMs = options.timeoutMs ?? request.ttl;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
+    if (options.signal?.aborted) return answer; // given up already (code 3): nothing goes out
     try {
       const destinations = this.#router.destinations(request);
       let first: PeerLink | undefined;
@@ -186,8 +188,7 @@ export class MeshNode {
         first ??= link;
         link.send(copy);
       }
-      // Once every copy went (a send that throws fails the request uncounted): the first
-      // destination carries a cancel, and its outcome counts for the scheduler.
+      // Once every copy went (a send that throws fails it uncounted): the first destination carries a cancel, and its outcome counts.
       if (first) this.#pending.sent(request.message_id, destinations[0]!.address, first);
       this.#options.onSent?.(request, destinations.map((d) => d.address));
     } catch (error) {
@@ -441,7 +442,7 @@ export class MeshNode {
       return;
     }
     this.#dedupe.begin(id, receivedAt);
-    const event = new ReceivedEvent(env, receivedAt, connection, seq, this.#eventHandled);
+    const event = new ReceivedEvent(env, connection, seq, this.#eventHandled);
     if (this.#options.onEvent) this.#options.onEvent(event);
     else event.done();
   }

@@ -29,6 +29,8 @@ interface Pending {
 /** How a request sent turned out, told as it settles (undefined `error`: a response); a promise reaction per request cost 0.5 us. */
 export type RequestOutcome = (to: string, error: HermesError | undefined, latencyMs: number) => void;
 
+/** Code 3 for a request its caller's signal gave up on. */
+const cancelled = (timeoutMs: number) => new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs });
 /** Deadlines are kept to this grain: a request times out at most this much after its deadline. */
 const DEADLINE_GRAIN_MS = 10;
 
@@ -148,6 +150,7 @@ export class PendingRequests<Via = unknown> {
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const id = request.message_id;
     const timeoutMs = options.timeoutMs;
+    if (options.signal?.aborted) return (reject(cancelled(timeoutMs)), promise);
     const pending: Pending = {
       request,
       resolve,
@@ -158,7 +161,7 @@ export class PendingRequests<Via = unknown> {
     };
     if (options.signal) {
       pending.signal = options.signal;
-      pending.onAbort = () => this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs }));
+      pending.onAbort = () => this.giveUp(id, cancelled(timeoutMs));
       // No `once`: #take removes it whichever way the request ends (an options object per request cost 0.1 us).
       options.signal.addEventListener("abort", pending.onAbort);
     }
@@ -201,8 +204,7 @@ export class PendingRequests<Via = unknown> {
     try {
       this.#onGiveUp(pending.request, error, pending.via as Via | undefined);
     } catch {
-      // Telling the peer is best effort (its link may be full or closed): the request's ttl ends
-      // its handling there anyway, and the waiter hears of it below either way.
+      // Best effort (its link may be full or closed): the ttl ends the handling there anyway.
     }
     this.#told(pending, error);
     pending.reject(error);
@@ -495,8 +497,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
     this.node = node;
     this.handler = handler;
     this.#serving = new ServingRequests(node, {
-      // The request counts as handled once its answer is on the wire, so a peer that stops
-      // reading answers stops getting credit for new requests: backpressure end to end.
+      // Handled once its answer is on the wire: a peer that stops reading answers gets no credit (backpressure end to end).
       answered: (reply, _served, _via, seq) => {
         if (this.connection.isOpen) this.connection.send(reply, seq);
       },
@@ -512,6 +513,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.node, route, payload, options);
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
+    if (options.signal?.aborted) return answer; // given up already (code 3): nothing goes out
     try {
       this.connection.send(request);
     } catch (error) {

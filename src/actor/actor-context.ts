@@ -85,11 +85,12 @@ export function initContext(node: MeshNode, identity: Identity): InitContext {
  * The context of one handler call. Outgoing messages inherit the trace and context ids (never
  * rewritten), and a request's default deadline is what is left of the current one.
  *
- * An instance of a class, made per message: its data are own properties and its functions live
- * on the prototype. An object literal with a closure per function cost an actor about 170 ns per
- * message (its allocation, and the collector's work after it); this costs about 20. Each
- * function is a getter that hands out an arrow calling the method, so `const { send } = ctx`
- * works as it did; a spread (`{ ...ctx }`) copies the data only.
+ * An object made per message, its data own properties and its functions accessors on the
+ * prototype, each made on first use and kept: an object literal with a closure per function
+ * cost an actor about 170 ns per message (its allocation, and the collector's work after it);
+ * this about 20. A handler may take members apart (`const { send } = ctx`), replace one
+ * (`ctx.send = wrapped`), wrap the context in a Proxy or use it as a prototype; a spread
+ * (`{ ...ctx }`) copies its data only.
  *
  * @example
  * const ctx = handlerContext(node, identity, state, envelope, served, served.deadline);
@@ -104,10 +105,20 @@ export function handlerContext<State>(
   deadline: number,
   durable?: { store: ActorStore; outbox: Outbox },
 ): ActorContext<State> {
-  return new HandlerCall(node, identity, state, envelope, served, deadline, durable);
+  return new HandlerCall(node, identity, state, envelope, served, deadline, durable) as unknown as ActorContext<State>;
 }
 
-class HandlerCall<State> implements ActorContext<State> {
+// What a context keeps for its functions, under symbols: properties (not #private fields) so
+// that a Proxy of the context or an object made from it reaches them, and out of Object.keys.
+const NODE = Symbol("node");
+const IDENTITY = Symbol("identity");
+const SERVED = Symbol("served");
+const OUTBOX = Symbol("outbox");
+const TRACEPARENT = Symbol("traceparent");
+const LOG = Symbol("log");
+const INHERITED = Symbol("inherited");
+
+class HandlerCall<State> {
   readonly name: string;
   readonly address: string;
   readonly instance: number;
@@ -115,15 +126,16 @@ class HandlerCall<State> implements ActorContext<State> {
   state: State;
   readonly envelope: Envelope;
   readonly deadline: number;
-  readonly #node: MeshNode;
-  readonly #identity: Identity;
-  readonly #served: ServedRequest | undefined;
-  readonly #outbox: Outbox | undefined;
+  readonly [NODE]: MeshNode;
+  readonly [IDENTITY]: Identity;
+  readonly [SERVED]: ServedRequest | undefined;
+  readonly [OUTBOX]: Outbox | undefined;
   /** This handler's span, as a traceparent: a hash of the message id, computed only when the handler sends something. */
-  #traceparent: string | undefined;
+  [TRACEPARENT]: string | undefined;
   /** Bound on first use: most calls never log, and a logger per call showed in profiles. */
-  #log: Logger | undefined;
-  #inherited: EnvelopeOptions | undefined;
+  [LOG]: Logger | undefined;
+  /** The options of a message sent without options of its own, shared by every such message of the call. */
+  [INHERITED]: EnvelopeOptions | undefined;
 
   constructor(node: MeshNode, identity: Identity, state: State, envelope: Envelope, served: ServedRequest | undefined, deadline: number, durable: { store: ActorStore; outbox: Outbox } | undefined) {
     this.name = identity.name;
@@ -133,80 +145,83 @@ class HandlerCall<State> implements ActorContext<State> {
     this.state = state;
     this.envelope = envelope;
     this.deadline = deadline;
-    this.#node = node;
-    this.#identity = identity;
-    this.#served = served;
-    this.#outbox = durable?.outbox;
-    this.#traceparent = undefined;
-    this.#log = undefined;
-    this.#inherited = undefined;
+    this[NODE] = node;
+    this[IDENTITY] = identity;
+    this[SERVED] = served;
+    this[OUTBOX] = durable?.outbox;
+    this[TRACEPARENT] = undefined;
+    this[LOG] = undefined;
+    this[INHERITED] = undefined;
   }
 
   get log(): Logger {
-    return (this.#log ??= this.#identity.log.with({ trace_id: this.envelope.trace_id, message_id: this.envelope.message_id }));
+    return (this[LOG] ??= this[IDENTITY].log.with({ trace_id: this.envelope.trace_id, message_id: this.envelope.message_id }));
   }
 
   get signal(): AbortSignal {
     // Nothing cancels an event: its signal never aborts.
-    return this.#served ? this.#served.signal : new AbortController().signal;
+    return this[SERVED] ? this[SERVED].signal : new AbortController().signal;
   }
+}
 
-  get record(): ActorContext["record"] {
-    return (event) => this.#identity.record({ trace_id: this.envelope.trace_id, message_id: this.envelope.message_id, ...event });
-  }
+type Call = HandlerCall<unknown>;
 
-  get request(): ActorContext["request"] {
-    return async (to, payload, options) => {
-      const inherited = this.#inherit(options);
-      const opts = inherited.timeoutMs === undefined && inherited.ttl === undefined ? { ...inherited, timeoutMs: Math.max(1, this.deadline - Date.now()) } : inherited;
-      return (await this.#node.request(toRoute(to), payload, opts)).payload;
-    };
-  }
+/** The functions of a context, each made for it on first use from the context it was read on. */
+const FUNCTIONS: { [Name in "record" | "request" | "send" | "publish" | "writable" | "progress" | "reply"]: (ctx: Call) => ActorContext[Name] } = {
+  record: (ctx) => (event) => ctx[IDENTITY].record({ trace_id: ctx.envelope.trace_id, message_id: ctx.envelope.message_id, ...event }),
+  request: (ctx) => async (to, payload, options) => {
+    const inherited = inherit(ctx, options);
+    const opts = inherited.timeoutMs === undefined && inherited.ttl === undefined ? { ...inherited, timeoutMs: Math.max(1, ctx.deadline - Date.now()) } : inherited;
+    return (await ctx[NODE].request(toRoute(to), payload, opts)).payload;
+  },
+  send: (ctx) => (to, payload, options) => {
+    const outbox = ctx[OUTBOX];
+    if (!outbox) return ctx[NODE].send(toRoute(to), payload, inherit(ctx, options));
+    stage(ctx[NODE], ctx.address, outbox, toRoute(to), payload, inherit(ctx, options), true);
+    return COMMITTED_LATER;
+  },
+  publish: (ctx) => (topic, payload, options) => {
+    const outbox = ctx[OUTBOX];
+    return outbox ? stage(ctx[NODE], ctx.address, outbox, { topic }, payload, inherit(ctx, options), false) : ctx[NODE].publish(topic, payload, inherit(ctx, options));
+  },
+  writable: (ctx) => () => ctx[NODE].writable(),
+  progress: (ctx) => (payload) => ctx[SERVED]?.progress(payload),
+  reply: (ctx) => (payload) => ctx[SERVED]?.respond(payload),
+};
 
-  get send(): ActorContext["send"] {
-    return (to, payload, options) => {
-      if (!this.#outbox) return this.#node.send(toRoute(to), payload, this.#inherit(options));
-      stage(this.#node, this.address, this.#outbox, toRoute(to), payload, this.#inherit(options), true);
-      return COMMITTED_LATER;
-    };
-  }
+// Accessors on the prototype: made on first read and kept (`ctx.send === ctx.send`), and a
+// handler's own replacement (`ctx.send = wrapped`) is what later reads get.
+for (const [name, make] of Object.entries(FUNCTIONS) as Array<[string, (ctx: Call) => unknown]>) {
+  const kept = Symbol(name);
+  Object.defineProperty(HandlerCall.prototype, name, {
+    get(this: Call & Record<symbol, unknown>) {
+      return (this[kept] ??= make(this));
+    },
+    set(this: Record<symbol, unknown>, value: unknown) {
+      this[kept] = value;
+    },
+    configurable: true,
+  });
+}
 
-  get publish(): ActorContext["publish"] {
-    return (topic, payload, options) =>
-      this.#outbox ? stage(this.#node, this.address, this.#outbox, { topic }, payload, this.#inherit(options), false) : this.#node.publish(topic, payload, this.#inherit(options));
-  }
+/**
+ * The options of a message sent from a call: the trace continues (same trace_id and context_id,
+ * a traceparent naming this span). Without options of its own, every message of the call shares
+ * one frozen object (a handler that sends many paid two objects per message).
+ */
+function inherit<T extends EnvelopeOptions & RequestOptions>(ctx: Call, options: T | undefined): T {
+  if (options === undefined) return (ctx[INHERITED] ??= deepFreeze(inheritFrom(ctx, undefined))) as T;
+  return inheritFrom(ctx, options);
+}
 
-  get writable(): ActorContext["writable"] {
-    return () => this.#node.writable();
-  }
-
-  get progress(): ActorContext["progress"] {
-    return (payload) => this.#served?.progress(payload);
-  }
-
-  get reply(): ActorContext["reply"] {
-    return (payload) => this.#served?.respond(payload);
-  }
-
-  /**
-   * The options of a message sent from this call: the trace continues (same trace_id and
-   * context_id, a traceparent naming this span). Without options of its own, every message of
-   * the call shares one frozen object (a handler that sends many paid two objects per message).
-   */
-  #inherit<T extends EnvelopeOptions & RequestOptions>(options: T | undefined): T {
-    if (options === undefined) return (this.#inherited ??= deepFreeze(this.#inheritFrom(undefined))) as T;
-    return this.#inheritFrom(options);
-  }
-
-  #inheritFrom<T extends EnvelopeOptions>(options: T | undefined): T {
-    const envelope = this.envelope;
-    return {
-      trace_id: envelope.trace_id,
-      ...(envelope.context_id !== undefined && { context_id: envelope.context_id }),
-      ...options,
-      headers: { ...options?.headers, traceparent: (this.#traceparent ??= childTraceparent(envelope)) },
-    } as unknown as T;
-  }
+function inheritFrom<T extends EnvelopeOptions>(ctx: Call, options: T | undefined): T {
+  const envelope = ctx.envelope;
+  return {
+    trace_id: envelope.trace_id,
+    ...(envelope.context_id !== undefined && { context_id: envelope.context_id }),
+    ...options,
+    headers: { ...options?.headers, traceparent: (ctx[TRACEPARENT] ??= childTraceparent(envelope)) },
+  } as unknown as T;
 }
 
 /**

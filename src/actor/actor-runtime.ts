@@ -301,8 +301,8 @@ export class ActorRuntime<State = unknown> {
     try {
       if (handler) {
         // No signal of its own: nothing cancels an event, and the context makes one if the handler asks.
-        // Its deadline counts from its arrival, as a request's does (no clock read of its own).
-        running = handler(env, handlerContext(this.#node, this.#identity, this.#state, env, undefined, ttlDeadline(env, event.receivedAt ?? Date.now()), effects?.view));
+        // Its deadline counts from now: an event that waited past its ttl still runs (a request would be refused), with its ttl ahead of it.
+        running = handler(env, handlerContext(this.#node, this.#identity, this.#state, env, undefined, ttlDeadline(env, Date.now()), effects?.view));
       }
     } catch (error) {
       threw = true;

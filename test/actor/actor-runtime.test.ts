@@ -164,4 +164,47 @@ describe("ActorRuntime", () => {
     expect(seen[0]!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     expect(Object.keys(spread).sort()).toEqual(["address", "deadline", "envelope", "instance", "name", "state", "store"]);
   });
+
+  test("a handler may replace a member of its context, wrap it in a Proxy or build on it; its functions keep their identity", async () => {
+    const seen: string[] = [];
+    const { client } = await actorWithClient(
+      defineActor({
+        async onRequest(request, ctx) {
+          if (request.payload.inner) {
+            seen.push(String(request.payload.via));
+            return { inner: true };
+          }
+          const sameFunction = ctx.request === ctx.request && ctx.send === ctx.send;
+          // Replaced: later reads get the wrapper, which calls the original.
+          const original = ctx.request;
+          let wrapped = 0;
+          ctx.request = (to, payload, options) => {
+            wrapped++;
+            return original(to, payload, options);
+          };
+          await ctx.request("subject", { inner: true, via: "replaced" });
+          await new Proxy(ctx, {}).request("subject", { inner: true, via: "proxy" });
+          await (Object.create(ctx) as typeof ctx).request("subject", { inner: true, via: "prototype" });
+          return { sameFunction, wrapped };
+        },
+      }),
+      2,
+    );
+    const reply = await client.request({ target_agent: "subject" }, {});
+    // The proxy and the object built on the context read the replaced member too.
+    expect(reply.payload).toEqual({ sameFunction: true, wrapped: 3 });
+    expect(seen).toEqual(["replaced", "proxy", "prototype"]);
+  });
+
+  test("a request whose signal was aborted before it is sent is refused at once with code 3, and nothing goes out", async () => {
+    let ran = 0;
+    const { client, runtime } = await actorWithClient(defineActor({ onRequest: () => (ran++, {}) }));
+    const refused = await client.request({ target_agent: "subject" }, {}, { signal: AbortSignal.abort() }).catch((error) => error);
+    expect(refused.code).toBe(ErrorCode.TASK_TIMEOUT);
+    expect(client.stats.pending).toBe(0);
+    // The next request is answered, and it is the only one the actor ever saw.
+    await client.request({ target_agent: "subject" }, {});
+    await waitFor(() => runtime.load.handled === 1, "the second request handled");
+    expect(ran).toBe(1);
+  });
 });

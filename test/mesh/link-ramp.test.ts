@@ -49,3 +49,28 @@ test("after a break: everything that waited arrives in order, new sends behind i
     await second?.close();
   }
 });
+
+test("an event's done may be taken apart from it, and acknowledges it once however often it is called", async () => {
+  using dir = tempDir("hm-done-");
+  const socket = join(dir.path, "d.sock");
+  const registry = new Registry();
+  registry.upsert({ name: "d", instance: 0, address: "d", id: "id-d", socket, capabilities: [], subscriptions: [], health: "healthy", restarts: 0, queueDepth: 0, inFlight: 0, updatedAt: 0 } satisfies RegistryEntry);
+  let handled = 0;
+  const receiver = await MeshNode.start({
+    address: "d", socketPath: socket, routes: registry, pick: (c) => c[0],
+    onEvent: ({ done }) => {
+      handled++;
+      done();
+      done();
+    },
+  });
+  const sender = await MeshNode.start({ address: "s", routes: registry, pick: (c) => c[0] });
+  try {
+    for (let i = 0; i < 50; i++) sender.emit({ target_agent: "d" }, { i });
+    await waitFor(() => sender.inFlightTo("d") === 0 && handled === 50, "all 50 handled and acknowledged");
+    expect(receiver.stats.serving).toBe(0);
+  } finally {
+    await sender.close();
+    await receiver.close();
+  }
+});
