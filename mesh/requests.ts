@@ -14,6 +14,7 @@ export interface WaitOptions {
 
 interface Pending {
   request: Envelope;
+  promise: Promise<Envelope>;
   resolve: (response: Envelope) => void;
   reject: (error: HermesError) => void;
   onProgress?: WaitOptions["onProgress"];
@@ -147,18 +148,14 @@ export class PendingRequests<Via = unknown> {
 
   /** Starts waiting for the answer to `request`; resolves with the response envelope or rejects with the coded error. */
   wait(request: Envelope, options: WaitOptions): Promise<Envelope> {
-    const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const id = request.message_id;
+    // The same id again (a client retrying through the gateway) waits for the same answer.
+    const waiting = this.#pending.get(id);
+    if (waiting) return waiting.promise;
+    const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const timeoutMs = options.timeoutMs;
     if (options.signal?.aborted) return (reject(cancelled(timeoutMs)), promise);
-    const pending: Pending = {
-      request,
-      resolve,
-      reject,
-      onProgress: options.onProgress,
-      bucket: this.#deadlines.add(id, timeoutMs),
-      timeoutMs,
-    };
+    const pending: Pending = { request, promise, resolve, reject, onProgress: options.onProgress, bucket: this.#deadlines.add(id, timeoutMs), timeoutMs };
     if (options.signal) {
       pending.signal = options.signal;
       pending.onAbort = () => this.giveUp(id, cancelled(timeoutMs));

@@ -8,6 +8,7 @@ import { schedulerPicker, Scheduler } from "../../mesh/routing.ts";
 import { MeshNode } from "../../mesh/mesh-node.ts";
 import { Registry } from "../../mesh/registry.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
+import { createRequest } from "../../mesh/envelope.ts";
 import { simulateWork, tempDir, waitFor } from "../helpers.ts";
 
 const quiet = createLogger({}, () => {});
@@ -206,5 +207,21 @@ describe("ActorRuntime", () => {
     await client.request({ target_agent: "subject" }, {});
     await waitFor(() => runtime.load.handled === 1, "the second request handled");
     expect(ran).toBe(1);
+  });
+
+  test("the same request sent twice while the first waits (a client's retry through the gateway) gets its one answer twice", async () => {
+    let ran = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { client } = await actorWithClient(defineActor({ async onRequest() { ran++; await gate; return { n: ran }; } }));
+    const request = createRequest(client.address, { target_agent: "subject" }, {}, { ttl: 5_000 });
+    const first = client.requestEnvelope(request, { timeoutMs: 5_000 });
+    const second = client.requestEnvelope({ ...request }, { timeoutMs: 5_000 });
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.payload).toEqual({ n: 1 });
+    expect(b).toBe(a);
+    expect(ran).toBe(1);
+    expect(client.stats.pending).toBe(0);
   });
 });
