@@ -495,7 +495,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
     this.handler = handler;
     this.#serving = new ServingRequests(node, {
       // Handled once its answer is on the wire: a peer that stops reading answers gets no credit (backpressure end to end).
-      answered: (reply, _served, _via, seq) => {
+      answered: (reply, _request, _via, seq) => {
         if (this.connection.isOpen) this.connection.send(reply, seq);
       },
       progressed: (served, payload) => {

@@ -40,7 +40,8 @@ export { mountMcp, MCP_PATH, type McpRouteOptions } from "./gateway/mcp-route.ts
 export { AccessPolicy, isLoopback, type AccessSettings } from "./gateway/access-policy.ts";
 export { EventLog, spansPathOf, type LogEvent } from "./observability/event-log.ts";
 export { EventLogTail, readEvents } from "./observability/event-log-reader.ts";
-export { SpanBatch, decodeSpans, type SpanEvent, type HandledSpan } from "./observability/span-log.ts";
+export { SpanBatch, type SpanEvent, type HandledSpan } from "./observability/span-log.ts";
+export { decodeSpans } from "./observability/span-log-reader.ts";
 export { ActorMetrics, LATENCY_BUCKETS, type ActorStats } from "./observability/actor-metrics.ts";
 export { formatMetrics, PROMETHEUS_CONTENT_TYPE, type MetricsSource } from "./observability/prometheus.ts";
 export { spanIdOf, traceHexOf, formatTraceparent, parseTraceparent, childTraceparent } from "./observability/trace-context.ts";

@@ -10,7 +10,6 @@ import type { Logger } from "../../mesh/logger.ts";
 import { Mailbox } from "./mailbox.ts";
 import { ActorMetrics } from "../observability/actor-metrics.ts";
 import type { EventLog } from "../observability/event-log.ts";
-import { parentSpanOf } from "../observability/trace-context.ts";
 
 /** A durable handler call's staged effects; `committed` once staged for its message's commit. */
 interface Effects {
@@ -104,7 +103,7 @@ export class ActorRuntime<State = unknown> {
     const durable = this.#durable;
     const events = this.#events;
     return {
-      ...(events && { onSent: (env: Envelope, destinations: readonly string[]) => logSent(events, env, destinations) }),
+      ...(events && { onSent: (env: Envelope, destinations: readonly string[]) => events.sent(env, destinations) }),
       ...(durable && { dedupe: durable, onDelivered: (env: Envelope, destination: string) => durable.delivered(env.message_id, destination) }),
       onRequest: (request) => this.#enqueue(request, request.request.priority),
       onEvent: (event) => this.#enqueue(event, event.envelope.priority),
@@ -267,7 +266,7 @@ export class ActorRuntime<State = unknown> {
     const durationMs = seconds * 1000;
     // One clock read for both the record's time and its start (a clock read is about 28 ns).
     const now = Date.now();
-    events.handled(env, now - durationMs, durationMs, attempt, errorCode, parentSpanOf(env.headers), now);
+    events.handled(env, now - durationMs, durationMs, attempt, errorCode, now);
   }
 
   /** A durable call's staged writes and outbox, and the context view of them. */
@@ -342,11 +341,6 @@ export class ActorRuntime<State = unknown> {
     }
     this.#finished();
   }
-}
-
-/** The "sent" record of a message this actor routed. */
-function logSent(events: EventLog, env: Envelope, destinations: readonly string[]): void {
-  events.sent(env, destinations, parentSpanOf(env.headers));
 }
 
 /**

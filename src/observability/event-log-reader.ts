@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { rotatedPathOf, spansPathOf, type LogEvent } from "./event-log.ts";
-import { decodeSpansInto, type SpanEvent } from "./span-log.ts";
+import { decodeSpansInto } from "./span-log-reader.ts";
+import type { SpanEvent } from "./span-log.ts";
 
 /**
  * Every event of one log as objects, oldest first: the lines of its JSON Lines file and the

@@ -1,8 +1,9 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";
-import { SpanBatch, spanFileEndsWhole, type HandledSpan } from "./span-log.ts";
+import { AppendOnlyFile, DISK_FULL_ENV } from "./append-only-file.ts";
+import { SpanBatch, type HandledSpan } from "./span-log.ts";
+import { parentSpanOf } from "./trace-context.ts";
+export { rotatedPathOf } from "./append-only-file.ts";
 
 /** One line of an actor's event log. `event` names what happened; the rest depends on it. */
 export interface LogEvent {
@@ -34,12 +35,6 @@ const INITIAL_PENDING_BYTES = 16 * 1024;
 const MAX_KEPT_PENDING_BYTES = 1024 * 1024;
 /** Past this size the file is renamed to `<name>.1.jsonl` (one old file kept) and a new one starts. */
 const ROTATE_BYTES = 64 * 1024 * 1024;
-/**
- * Test-only fault injection, read when a log is created: while the file this variable names
- * exists, every write of the log fails with ENOSPC, as on a full disk. The durable store reads
- * the same variable (src/actor/durable-store.ts). Never set it outside tests.
- */
-const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
 
 /**
  * An append-only log of events of one mesh member (under `<mesh dir>/logs/`), in two files: the
@@ -62,7 +57,7 @@ const DISK_FULL_ENV = "HERMES_TEST_DISK_FULL";
  * @example
  * const log = new EventLog(`${dir}/logs/echo.jsonl`, { actor: "echo" });
  * log.write({ event: "started", pid: process.pid });
- * log.handled(envelope, startedAt, 0.4, 1, undefined, undefined); // to echo.spans
+ * log.handled(envelope, startedAt, 0.4, 1, undefined); // to echo.spans
  * if (log.dropped > 0) console.warn(`${log.dropped} events lost`);
  */
 export class EventLog {
@@ -71,7 +66,6 @@ export class EventLog {
   readonly spansPath: string;
   readonly rotateBytes: number;
   #bound: Record<string, unknown>;
-  #boundFields: string;
   #lines: AppendOnlyFile;
   #spanFile: AppendOnlyFile;
   /**
@@ -105,8 +99,6 @@ export class EventLog {
     this.path = path;
     this.spansPath = spansPathOf(path);
     this.#bound = bound;
-    const inner = JSON.stringify(bound).slice(1, -1);
-    this.#boundFields = inner ? `${inner},` : "";
     this.#log = options.log ?? createLogger({ ...bound, component: "event-log" });
     const simulatedFull = process.env[DISK_FULL_ENV] || undefined;
     this.#lines = new AppendOnlyFile(path, mode, "lines", simulatedFull);
@@ -130,23 +122,15 @@ export class EventLog {
   }
 
   /**
-   * Writes a line whose fields the caller already serialised: `fields` is the inside of a JSON
-   * object (`"event":"handled",...`, no braces).
-   */
-  writeFields(fields: string): void {
-    if (this.#closed) return;
-    this.#append(`{"ts":${Date.now()},${this.#boundFields}${fields}}\n`);
-  }
-
-  /**
    * The `handled` record of one message (to the span file): when it started (ms since the
-   * epoch), how long it took (ms), its attempt, its error code if it failed, and the span that
-   * caused it (`parentSpanOf(env.headers)`); `now`, the record's time, when the caller has read the clock already.
+   * epoch), how long it took (ms), its attempt and its error code if it failed; the span that
+   * caused it is read from its headers. `now`, the record's time, when the caller has read the
+   * clock already.
    */
-  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, parentSpanId: string | undefined, now = Date.now()): void {
+  handled(env: Envelope, startedAt: number, durationMs: number, attempt: number, errorCode: number | undefined, now = Date.now()): void {
     if (this.#closed) return;
     const spans = this.#spanBatch();
-    spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanId, now);
+    spans.handled(env, startedAt, durationMs, attempt, errorCode, parentSpanOf(env.headers), now);
     this.#wrote(spans.bytes);
   }
 
@@ -158,11 +142,11 @@ export class EventLog {
     this.#wrote(spans.bytes);
   }
 
-  /** The `sent` record of a message routed to `destinations`. */
-  sent(env: Envelope, destinations: readonly string[], parentSpanId: string | undefined): void {
+  /** The `sent` record of a message routed to `destinations` (its parent span read from its headers). */
+  sent(env: Envelope, destinations: readonly string[]): void {
     if (this.#closed) return;
     const spans = this.#spanBatch();
-    spans.sent(env, this.#destinationsJson(destinations), parentSpanId);
+    spans.sent(env, this.#destinationsJson(destinations), parentSpanOf(env.headers));
     this.#wrote(spans.bytes);
   }
 
@@ -287,16 +271,6 @@ export class EventLog {
 }
 
 /**
- * Where a log file goes when it rotates.
- *
- * @example
- * rotatedPathOf("/tmp/m/logs/echo.0.spans"); // "/tmp/m/logs/echo.0.1.spans"
- */
-export function rotatedPathOf(path: string): string {
-  return path.replace(/(\.[a-z]+)$/, ".1$1");
-}
-
-/**
  * The span file beside a JSON Lines log: `echo.0.jsonl` -> `echo.0.spans`.
  *
  * @example
@@ -306,110 +280,8 @@ export function spansPathOf(path: string): string {
   return `${path.replace(/\.jsonl$/, "")}.spans`;
 }
 
-/**
- * One file an event log appends to: opened when first written (and again after a failure),
- * each batch appended whole or cut back, rotated by renaming to `<name>.1.<ext>`. Of `kind`
- * "lines", a JSON Lines file, which must not go on from a torn last line; of "batches", a span
- * file, which rotates before anything follows a cut last batch.
- */
-class AppendOnlyFile {
-  /** -1 while the file is not open (it could not be opened or reopened): the next write tries again. */
-  #fd = -1;
-  /** Size of the file as this writer knows it. */
-  bytes = 0;
-  lastError: unknown;
-  /** The file ends mid-line (a cut-back that failed, a writer killed mid-write): the next write ends it first. */
-  #torn = false;
-
-  constructor(
-    readonly path: string,
-    readonly mode: number,
-    readonly kind: "lines" | "batches",
-    readonly simulatedFull: string | undefined,
-  ) {}
-
-  open(): void {
-    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    // a+: appends, and reads the file's end to see whether its last writer was cut off mid-write.
-    this.#fd = openSync(this.path, "a+", this.mode);
-    this.bytes = fstatSync(this.#fd).size;
-    if (this.kind === "lines") this.#torn = this.bytes > 0 && !endsWithNewline(this.#fd, this.bytes);
-    else if (!spanFileEndsWhole(this.#fd, this.bytes)) {
-      // Readers go from batch to batch by their lengths: nothing may follow a cut one. Its file is set aside whole.
-      this.closeFd();
-      renameSync(this.path, rotatedPathOf(this.path));
-      this.#fd = openSync(this.path, "a+", this.mode);
-      this.bytes = 0;
-    }
-  }
-
-  /**
-   * Appends `buffer` completely or not at all: a write that fails part way (the disk filled
-   * up mid-batch) is cut off again, so the file never holds half a line or half a batch.
-   */
-  writeWhole(buffer: Buffer): void {
-    if (this.#fd < 0) this.open();
-    if (this.simulatedFull !== undefined && existsSync(this.simulatedFull)) throw simulatedEnospc();
-    const start = fstatSync(this.#fd).size;
-    const data = this.#torn ? Buffer.concat([NEWLINE, buffer]) : buffer;
-    let written = 0;
-    try {
-      while (written < data.length) written += writeSync(this.#fd, data, written);
-    } catch (error) {
-      if (written > 0) this.#cutBack(start);
-      throw error;
-    }
-    this.#torn = false;
-    this.bytes = start + data.length;
-  }
-
-  /** Renames the file to `<name>.1.<ext>` and starts a new one; false (lastError set) when that failed: the next write opens it again, wherever the rename left it. */
-  rotate(): boolean {
-    try {
-      this.closeFd();
-      renameSync(this.path, rotatedPathOf(this.path));
-      this.open();
-      return true;
-    } catch (error) {
-      this.closeFd();
-      this.lastError = error;
-      return false;
-    }
-  }
-
-  closeFd(): void {
-    if (this.#fd < 0) return;
-    try {
-      closeSync(this.#fd);
-    } catch {
-      // Already unusable: nothing more to lose.
-    }
-    this.#fd = -1;
-  }
-
-  #cutBack(size: number): void {
-    try {
-      ftruncateSync(this.#fd, size);
-    } catch {
-      // Cannot even truncate: reopen before the next write, which then starts on a fresh line.
-      this.closeFd();
-    }
-  }
-}
-
-const NEWLINE = Buffer.from("\n");
-
-function endsWithNewline(fd: number, size: number): boolean {
-  const last = Buffer.alloc(1);
-  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
-}
-
 function reasonOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   return typeof code === "string" && !message.startsWith(code) ? `${code}: ${message}` : message;
-}
-
-function simulatedEnospc(): Error {
-  return Object.assign(new Error(`ENOSPC: no space left on device, write (simulated by ${DISK_FULL_ENV})`), { code: "ENOSPC", errno: -28, syscall: "write" });
 }

@@ -1,7 +1,8 @@
 import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { open, readdir, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { decodeSpansInto, type SpanEvent } from "./span-log.ts";
+import { decodeSpansInto } from "./span-log-reader.ts";
+import type { SpanEvent } from "./span-log.ts";
 
 /** One handled message of a trace, as the event logs recorded it. */
 export interface Span {

@@ -21,7 +21,7 @@ describe("hermes-mesh events", () => {
     const calc = new EventLog(join(dir.path, "logs", "calc.jsonl"), { actor: "calc" });
     echo.write({ event: "started" });
     const env = createRequest("client", { target_agent: "echo" }, { n: 1 }, { trace_id: "t-1" });
-    echo.handled(env, Date.now(), 0.25, 1, undefined, undefined);
+    echo.handled(env, Date.now(), 0.25, 1, undefined);
     calc.handled(env, Date.now(), 0.5, 2, 7, undefined);
     await echo.close();
     await calc.close();
@@ -56,7 +56,7 @@ describe("hermes-mesh events", () => {
     try {
       await waitFor(() => out.includes('"started"'), "the existing line printed", 10_000);
       const env = createRequest("client", { target_agent: "sink" }, { n: 1 }, { trace_id: "later" });
-      log.handled(env, Date.now(), 1, 1, undefined, undefined);
+      log.handled(env, Date.now(), 1, 1, undefined);
       log.write({ event: "tool_call", tool: "x" });
       log.flush();
       await waitFor(() => parsed(out).length === 3, "the later record and line printed", 10_000);
@@ -77,7 +77,7 @@ describe("hermes-mesh events", () => {
     const log = new EventLog(path, { actor: "echo" }, { rotateBytes: 2000 });
     const write = (from: number, to: number) => {
       for (let n = from; n < to; n++) {
-        log.handled(createRequest("client", { target_agent: "echo" }, {}, { trace_id: `t${n}` }), n, 1, 1, undefined, undefined);
+        log.handled(createRequest("client", { target_agent: "echo" }, {}, { trace_id: `t${n}` }), n, 1, 1, undefined);
         if (n % 5 === 4) log.flush();
       }
     };

@@ -14,7 +14,7 @@ test("a tail follows a log across its rotations: every record and line once, in 
   const lines: number[] = [];
   try {
     for (let flush = 0; flush < 40; flush++) {
-      for (let i = 0; i < 5; i++) log.handled(createEvent("client", { target_agent: "echo" }, {}), flush * 5 + i, 1, 1, undefined, undefined);
+      for (let i = 0; i < 5; i++) log.handled(createEvent("client", { target_agent: "echo" }, {}), flush * 5 + i, 1, 1, undefined);
       log.write({ event: "batch", n: flush, pad: "p".repeat(150) });
       // The flush that passes 4,000 bytes appends, then renames the file: the tail finds it under .1.
       log.flush();

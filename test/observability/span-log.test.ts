@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { createEvent, createRequest, type Envelope } from "../../mesh/envelope.ts";
 import { EventLog, spansPathOf } from "../../src/observability/event-log.ts";
 import { readEvents } from "../../src/observability/event-log-reader.ts";
-import { decodeSpans, SpanBatch, SPAN_BATCH_MAGIC } from "../../src/observability/span-log.ts";
+import { decodeSpans } from "../../src/observability/span-log-reader.ts";
+import { SpanBatch, SPAN_BATCH_MAGIC } from "../../src/observability/span-log.ts";
 import { spanIdOf } from "../../src/observability/trace-context.ts";
 import { findTrace, readTrace } from "../../src/observability/trace-tree.ts";
 import { tempDir } from "../helpers.ts";
@@ -90,13 +91,13 @@ describe("EventLog's span file", () => {
     const log = new EventLog(path, { actor: "echo#0" }, { rotateBytes: 4000 });
     log.write({ event: "started" });
     const env = request("trace-a");
-    for (let i = 0; i < 40; i++) log.handled(env, Date.now(), 0.1, 1, undefined, undefined);
+    for (let i = 0; i < 40; i++) log.handled(env, Date.now(), 0.1, 1, undefined);
     log.flush();
     expect(spansPathOf(path)).toBe(join(dir.path, "logs", "echo.0.spans"));
     // Over 4,000 bytes of records: rotated whole, the next ones in a fresh file.
     expect(decodeSpans(readFileSync(join(dir.path, "logs", "echo.0.1.spans")))).toHaveLength(40);
-    log.handled(env, Date.now(), 0.1, 1, 8, undefined);
-    log.sent(env, ["calc#0"], undefined);
+    log.handled(env, Date.now(), 0.1, 1, 8);
+    log.sent(env, ["calc#0"]);
     log.write({ event: "stopped" });
     await log.close();
     const events = readEvents(path);
@@ -125,11 +126,11 @@ describe("EventLog's span file", () => {
     const wanted = request("wanted-trace");
     // About 3 MB of other traces' records, with the wanted trace's records spread among them.
     for (let i = 0; i < 20_000; i++) {
-      log.handled(i % 4000 === 0 ? wanted : request(`other-${i}`, "x".repeat(100)), 1000 + i, 0.5, 1, undefined, undefined);
+      log.handled(i % 4000 === 0 ? wanted : request(`other-${i}`, "x".repeat(100)), 1000 + i, 0.5, 1, undefined);
       if (i % 3000 === 0) log.flush();
     }
     // One record of 1.5 MB (its own batch is bigger than a chunk).
-    log.handled(request("wanted-trace", "y".repeat(1_500_000)), 50_000, 0.5, 1, undefined, undefined);
+    log.handled(request("wanted-trace", "y".repeat(1_500_000)), 50_000, 0.5, 1, undefined);
     await log.close();
     // A writer killed mid-batch: its successor sets the file aside (killed.1.spans, read up to the cut) and starts a new one.
     const whole = new SpanBatch(JSON.stringify({ actor: "killed" }));
