@@ -190,11 +190,14 @@ export class Connection implements MeshLink {
 
   /**
    * Marks a received envelope as handled. The cumulative ack rides on the next data write (an
-   * answer, the caller's next request); when none comes this event-loop turn, it goes alone.
+   * answer, the caller's next request); when none comes this event-loop turn, it goes alone. The
+   * answer to the last frame read, alone unacknowledged (a pipeline would have more), goes now
+   * with its ack, not after the work that follows it this turn (docs/protocol.md §4).
    */
   settle(seq: number): void {
     if (this.#bigFramesHeld.size > 0) this.#releaseHeldBytes(seq);
     this.#acks.settle(seq);
+    if (this.#decoder.lastOfChunk && this.#window.inFlight === 1 && this.#writer.pendingBytes > 0) this.#writer.flushNow();
   }
 
   /**
@@ -296,6 +299,8 @@ export class Connection implements MeshLink {
    * is known to be sendable: a gap in seqs would stall the peer's cumulative ack for good.
    */
   #transmit(env: Envelope, since: number): void {
+    // An ack due goes ahead of a write's first envelope, so the peer frees its window first.
+    if (this.#writer.pendingBytes === 0 && this.#acks.tracker.ackDue) this.#acks.flush();
     env.seq = this.#window.nextSeq;
     let frame: EncodedRange;
     try {
@@ -333,9 +338,7 @@ export class Connection implements MeshLink {
     queueMicrotask(() => this.destroy(new HermesError(ErrorCode.UNAVAILABLE, "connection reset: an unsendable frame left the records encoder out of step")));
   }
 
-  #writeControl(frame: Record<string, unknown>): void {
-    this.#writer.pushEncoded(this.#encoder.encodeRange(frame));
-  }
+  #writeControl(frame: Record<string, unknown>): void { this.#writer.pushEncoded(this.#encoder.encodeRange(frame)); }
 
   #onFrameRange = (buffer: Uint8Array, start: number, end: number): void => this.#onFrame(buffer, start, end);
 
@@ -554,4 +557,3 @@ export type ConnectionStatus =
   | { type: "unhealthy"; missedPongs: number }
   | { type: "healthy" }
   | { type: "closed"; error?: HermesError };
-

@@ -71,15 +71,13 @@ const HIGH_WATER_BYTES = 32 * 1024;
 
 /**
  * Frames written in one event-loop turn are coalesced into one buffer and flushed with one write
- * at the end of the turn, in a setImmediate (or at once past a high-water mark). Whatever the
- * kernel does not take is kept and resumed on `drain`, since Bun's socket.write buffers nothing.
- * Why the end of the turn and not of the microtask queue: a runtime drains microtasks after every
- * callback it makes, so a flush there wrote once per callback. The gateway's Bun.serve calls its
- * handler once per HTTP request, and the requests that arrived together went to the actor one
- * write each, waking it as often; a producer awaiting each send got a write per frame. At the end
- * of the turn they share one write (bench/gateway-load.ts, five pairs: the calculator's CPU per
- * request 25 to 28 us before, 18 to 19 after; the gateway's 50 to 60, then 44 to 48), and a lone
- * request waits one poll of the loop longer, which bench/steady.ts request does not show.
+ * at the end of the turn, in a setImmediate (at once past a high-water mark, or by `flushNow`).
+ * Whatever the kernel does not take is kept and resumed on `drain` (Bun's socket.write buffers
+ * nothing). Not at the end of the microtask queue: a runtime drains it after every callback, so
+ * the requests Bun.serve hands the gateway together went to the actor one write each, waking it
+ * as often, and a producer awaiting each send got a write per frame. At the end of the turn they
+ * share one write (bench/gateway-load.ts, five pairs: the calculator's CPU per request 25 to 28
+ * us before, 18 to 19 after; the gateway's 50 to 60, then 44 to 48).
  */
 export class WriteQueue {
   #socket: WritableSocket;
@@ -112,8 +110,13 @@ export class WriteQueue {
     this.#beforeFlush = beforeFlush;
   }
 
-  /** True when a flush is already due at the end of this turn. */
-  get scheduled(): boolean { return this.#scheduled; }
+  /** Writes what is queued now, with the hook's frame (the ack); what comes later this turn goes at its end. */
+  flushNow(): void {
+    if (this.#end === this.#start) return;
+    this.#beforeFlush?.(true);
+    this.#wrote = false;
+    this.flush();
+  }
 
   /** Makes sure a flush (and the beforeFlush hook) runs at the end of this event-loop turn. */
   schedule(): void {

@@ -360,6 +360,13 @@ export class FrameDecoder {
     this.maxFrameBytes = maxFrameBytes;
   }
 
+  /**
+   * True while `onFrame` has the last frame of the chunk being pushed, when less than a frame
+   * header follows it: nothing else read waits behind it (Connection.settle writes its answer
+   * at once then).
+   */
+  lastOfChunk = false;
+
   /** Bytes held for an incomplete frame, its header included: above 0 from a frame's first byte to its last. */
   get bufferedBytes(): number {
     return this.#need >= 0 ? this.#pendingBytes + 4 : this.#pendingBytes;
@@ -395,11 +402,14 @@ export class FrameDecoder {
         // Header complete, body not: remember the length, keep only body bytes.
         this.#need = length;
         this.#keep(chunk.slice(offset + 4, end));
+        this.lastOfChunk = false;
         return;
       }
-      onFrame(chunk, offset + 4, offset + 4 + length);
       offset += 4 + length;
+      this.lastOfChunk = end - offset < 4;
+      onFrame(chunk, offset - length, offset);
     }
+    this.lastOfChunk = false;
     if (offset < end) this.#keep(chunk.slice(offset, end));
   }
 
@@ -442,7 +452,9 @@ export class FrameDecoder {
     }
     body.set(chunk.subarray(offset, offset + missing), at);
     this.reset();
+    this.lastOfChunk = chunk.length - offset - missing < 4;
     onFrame(body, 0, body.length);
+    this.lastOfChunk = false;
     return offset + missing;
   }
 

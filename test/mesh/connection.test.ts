@@ -1,11 +1,13 @@
 /** Connection behaviour that needs a controlled peer: credit window, acks, ping/pong, status. */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Connection, ConnectionStatus } from "../../mesh/connection.ts";
+import { Connection, type ByteStream, type ConnectionStatus } from "../../mesh/connection.ts";
 import { AckTracker } from "../../mesh/flow-control.ts";
 import { dial, listen, socketTransport } from "../../mesh/socket-transport.ts";
 import { PeerLink } from "../../mesh/peer-link.ts";
-import { createEvent } from "../../mesh/envelope.ts";
+import { createEvent, createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
+import { FrameDecoder } from "../../mesh/frames.ts";
+import { unpack } from "msgpackr";
 import { holdsWithin, tempDir, waitFor } from "../helpers.ts";
 
 async function pair(serverOptions: Record<string, unknown> = {}, clientOptions: Record<string, unknown> = {}) {
@@ -212,5 +214,110 @@ describe("held acks (a hello's ack_delay_ms)", () => {
     p.client.send(createEvent("client", { target_agent: "server" }, { i: 0 }));
     await waitFor(() => p.client.inFlight === 0, "the held ack", 3000);
     expect(performance.now() - sent).toBeGreaterThanOrEqual(140);
+  });
+});
+
+/**
+ * Two Connections joined in this process, plain msgpack both ways: each write is recorded as
+ * the message types of its frames and reaches the other side on the next macrotask, as a
+ * socket's data callback would.
+ */
+function recordedPair() {
+  const writes = { client: [] as string[][], server: [] as string[][] };
+  const stream = (from: "client" | "server", to: () => Connection): ByteStream => {
+    const decoder = new FrameDecoder();
+    return {
+      write(data, offset, length) {
+        const chunk = data.slice(offset, offset + length);
+        const types: string[] = [];
+        decoder.push(chunk, (bytes, start, end) => void types.push((unpack(bytes.subarray(start, end)) as { message_type: string }).message_type));
+        writes[from].push(types);
+        setImmediate(() => to().handleData(chunk));
+        return length;
+      },
+      end() {},
+    };
+  };
+  let client!: Connection;
+  let server!: Connection;
+  client = new Connection(stream("client", () => server), "dialer", { node: "client", codecs: ["msgpack"] });
+  server = new Connection(stream("server", () => client), "acceptor", { node: "server" });
+  return { client, server, writes };
+}
+
+describe("when an answer is written", () => {
+  const request = (i: number) => createRequest("client", { target_agent: "server" }, { i });
+
+  test("the answer to the last frame read goes out before the work after it, with its ack", async () => {
+    const p = recordedPair();
+    await p.client.ready;
+    await waitFor(() => p.writes.server.length > 0, "the server's hello");
+    const writesBefore: number[] = [];
+    const writesAfter: number[] = [];
+    p.server.onEnvelope = (env, seq) => {
+      writesBefore.push(p.writes.server.length);
+      p.server.send(createReply(MessageType.RESPONSE, env, "server", { ok: true }), seq);
+      p.server.settle(seq);
+      // What the handler does after answering (records, bookkeeping) no longer holds the answer back.
+      writesAfter.push(p.writes.server.length);
+    };
+    let answers = 0;
+    p.client.onEnvelope = (_env, seq) => {
+      answers++;
+      p.client.settle(seq);
+    };
+    for (let i = 1; i <= 3; i++) {
+      const before = p.writes.server.length;
+      p.client.send(request(i));
+      await waitFor(() => answers === i, `answer ${i}`);
+      expect(p.writes.server.slice(before)).toEqual([["response", "ack"]]);
+    }
+    expect(writesAfter).toEqual(writesBefore.map((n) => n + 1));
+    await p.client.close();
+  });
+
+  test("an ack due goes ahead of the first frame of a write", async () => {
+    const p = recordedPair();
+    await p.client.ready;
+    p.server.onEnvelope = (env, seq) => {
+      p.server.send(createReply(MessageType.RESPONSE, env, "server", {}), seq);
+      p.server.settle(seq);
+    };
+    let answers = 0;
+    p.client.onEnvelope = (_env, seq) => {
+      answers++;
+      p.client.settle(seq);
+      // The next request in the same turn: the ack of this answer rides on its write, in front.
+      if (answers < 3) p.client.send(request(answers + 1));
+    };
+    p.client.send(request(1));
+    await waitFor(() => answers === 3, "three answers");
+    const withRequests = p.writes.client.filter((types) => types.includes("request"));
+    expect(withRequests).toEqual([["request"], ["ack", "request"], ["ack", "request"]]);
+    await p.client.close();
+  });
+
+  test("answers to requests read together, or while others are unacknowledged, share the end of the turn's write", async () => {
+    const p = recordedPair();
+    await p.client.ready;
+    await waitFor(() => p.writes.server.length > 0, "the server's hello");
+    const inside: number[] = [];
+    p.server.onEnvelope = (env, seq) => {
+      p.server.send(createReply(MessageType.RESPONSE, env, "server", {}), seq);
+      p.server.settle(seq);
+      inside.push(p.writes.server.length);
+    };
+    let answers = 0;
+    p.client.onEnvelope = () => void answers++; // never settled: the server's answers stay unacknowledged
+    const before = p.writes.server.length;
+    for (let i = 1; i <= 3; i++) p.client.send(request(i)); // one write of three requests
+    await waitFor(() => answers === 3, "three answers");
+    expect(inside).toEqual([before, before, before]);
+    expect(p.writes.server.slice(before)).toEqual([["response", "response", "response", "ack"]]);
+    // A lone request now, with three answers unacknowledged: its answer waits for the end of the turn too.
+    p.client.send(request(4));
+    await waitFor(() => answers === 4, "the fourth answer");
+    expect(inside[3]).toBe(before + 1);
+    await p.client.close();
   });
 });

@@ -97,6 +97,25 @@ describe("WriteQueue", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect([hooks, writes.length]).toEqual([1, 1]);
   });
+
+  test("flushNow writes what is queued at once, with the ack hook's frame; what follows in the turn goes at its end", async () => {
+    const { writes, socket } = countingSocket();
+    let acks = 0;
+    let queue!: WriteQueue;
+    queue = new WriteQueue(socket, () => {
+      if (acks++ === 0) queue.pushFrame(Uint8Array.of(1));
+    });
+    queue.flushNow(); // nothing queued: nothing written, no hook
+    expect([writes, acks]).toEqual([[], 0]);
+    queue.pushFrame(FRAME);
+    queue.flushNow();
+    expect(writes).toEqual([20 + 5]); // the frame and the ack, in one write, before the turn ends
+    queue.pushFrame(FRAME);
+    queue.pushFrame(FRAME);
+    expect(writes).toEqual([25]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([25, 40]);
+  });
 });
 
 /** A write queue with an ack emitter on it, as a connection wires them; acks are 1-byte frames carrying nothing. */
