@@ -5,10 +5,12 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { BunPlugin } from "bun";
 import type { Logger } from "../../mesh/logger.ts";
+import { STRINGS_IN_BUNDLE } from "../../mesh/msgpack-values.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 /** The actor host's source entry: what Deno actors run (Deno runs TypeScript itself), and Bun's fallback. */
 export const HOST_SOURCE = join(ROOT, "src/actor/host-main.ts");
+const MSGPACK_VALUES = join(ROOT, "mesh/msgpack-values.ts");
 
 /** The bundles built by this process, by variant: with the NATS client, or for a mesh on sockets. */
 const entries = new Map<string, Promise<string>>();
@@ -95,10 +97,9 @@ const DEFERRED = "hermes-deferred";
  *   waits). Only functions are deferred: importing anything else from them fails the build
  *   (and actors run from source, with a warning). Bun resolves builtins before any plugin sees
  *   them, so the importing source gets the stand-in's name in place of the builtin's.
- * - msgpackr's native string extractor is found at run time by node-gyp-build, which costs
- *   about 5 ms: the binary's path is looked up once, here, and the bundle loads it directly
- *   (or through node-gyp-build, if it is gone), and only once the process is busy
- *   (NATIVE_STRINGS_AFTER).
+ * - msgpackr's native string extractor, found at run time by node-gyp-build (about 5 ms) and
+ *   loaded with libstdc++: msgpackr gets mesh/msgpack-values.ts's reader as `msgpackr-extract`
+ *   instead (ownStringReader).
  * - Without `variant.nats`, mesh/nats-transport.ts and mesh/nats-registry.ts (and with them the
  *   NATS client) are replaced by stand-ins whose functions throw: a mesh on sockets never calls
  *   them (the supervisor picks the variant from the mesh file, and members join over NATS only
@@ -121,8 +122,8 @@ function startupCuts(variant: HostVariant): BunPlugin {
         build.onResolve({ filter: NATS_MODULES }, (args) => ({ path: join(dirname(args.importer), args.path), namespace: NO_NATS }));
         build.onLoad({ filter: /.*/, namespace: NO_NATS }, async (args) => ({ contents: withoutNats(await Bun.file(args.path).text()), loader: "js" }));
       }
-      build.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "hermes-native" }));
-      build.onLoad({ filter: /.*/, namespace: "hermes-native" }, () => ({ contents: nativeExtractor(), loader: "js" }));
+      build.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "hermes-strings" }));
+      build.onLoad({ filter: /.*/, namespace: "hermes-strings" }, () => ({ contents: ownStringReader(), loader: "js" }));
     },
   };
 }
@@ -153,53 +154,16 @@ function deferredBuiltin(name: string): string {
 }
 
 /**
- * Calls msgpackr makes to its native string extractor, an N-API addon that brings libstdc++
- * along, before an actor process loads it: one or two per body with a string of 32 bytes or
- * more (or shorter ones in a longer body), control traffic included. Loaded at start, it cost
- * the bundled host 1.6 MB of RSS and 3 to 11 ms of its import (docs/benchmarks.md, eighth
- * session, "A member's boot is about 0.1 CPU-s"). An actor that stays quiet does not pay it;
- * one under load pays it once, a few ms in the middle of one message within its first 2,000,
- * and from then on reads strings faster (without it a sink spends 13% more CPU per event).
+ * `msgpackr-extract` as the bundle sees it: a module whose `extractStrings` is readStringAt of
+ * mesh/msgpack-values.ts, which msgpackr installs as its string reader, so an actor never loads
+ * the native addon (an N-API module that brought libstdc++ along; readStringAt is faster in
+ * place, docs/benchmarks.md). Required on the first call, not at load: msgpackr asks for this
+ * module while it initialises, before mesh/msgpack-values.ts (which imports msgpackr) can run.
  */
-export const NATIVE_STRINGS_AFTER = 2000;
-
-/**
- * `msgpackr-extract` as the bundle sees it: the binary node-gyp-build finds now (a computed
- * require: the bundler leaves it alone), loaded on the NATIVE_STRINGS_AFTER-th call of
- * `extractStrings`. Until then each call throws a shared value, and msgpackr reads that body's
- * strings itself (it falls back so when an extraction fails: unpack.js `tryExtractStrings`).
- * Without a binary here, the bundle requires `msgpackr-extract` at start as msgpackr would.
- */
-function nativeExtractor(): string {
-  let binary: string | undefined;
-  try {
-    const require = createRequire(import.meta.url);
-    const find = require("node-gyp-build-optional-packages") as { path(dir: string): string };
-    binary = find.path(dirname(require.resolve("msgpackr-extract/package.json")));
-  } catch {
-    // Not installed here: msgpackr runs without it, as it would from source.
-  }
-  if (binary === undefined) return `module.exports = require("msgpackr-extract".slice(0));`;
-  // The generated module checks at start: a binary gone since the build (the bundle is cached by
-  // the sources only) is required through node-gyp-build, as msgpackr would.
-  return `const at = ${JSON.stringify(binary)}, finder = "msgpackr-extract";
-const NOT_YET = { reason: "msgpackr's native string extractor is not loaded yet" };
-let extract, calls = 0;
-function load() {
-  try { return require(at).extractStrings; } catch {}
-  try { return require(finder).extractStrings; } catch { return null; }
-}
-if (!require("node:fs").existsSync(at)) module.exports = require(finder);
-else module.exports = {
-  extractStrings(start, end, buffer) {
-    if (extract === undefined) {
-      if (++calls < ${NATIVE_STRINGS_AFTER}) throw NOT_YET;
-      extract = load();
-    }
-    if (extract === null) throw NOT_YET;
-    return extract(start, end, buffer);
-  },
-};`;
+function ownStringReader(): string {
+  return `globalThis[Symbol.for(${JSON.stringify(STRINGS_IN_BUNDLE.description)})] = true;
+let read;
+module.exports = { extractStrings: (start, end, buffer) => (read ??= require(${JSON.stringify(MSGPACK_VALUES)}).readStringAt)(start, end, buffer) };`;
 }
 
 /**

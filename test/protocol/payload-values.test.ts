@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode, encode as referenceEncode } from "@msgpack/msgpack";
 import { Packr, Unpackr } from "msgpackr";
 import { checkPayload, createPlainCodec, createRecordsCodec, decodeFrameBody } from "../../mesh/frames.ts";
-import { MsgpackExt, MsgpackTimestamp } from "../../mesh/msgpack-values.ts";
+import { MsgpackExt, MsgpackTimestamp, readStringAt, useOwnStringReader } from "../../mesh/msgpack-values.ts";
 import { readExactly } from "../../mesh/exact-reader.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { payloadFromJson, payloadToJson } from "../../src/gateway/invoke-forms.ts";
@@ -331,6 +331,39 @@ describe("the exact reader", () => {
     let deep = "";
     for (let i = 0; i < 600; i++) deep += "91";
     expect(() => readExactly(hexBytes(`${deep}c0`))).toThrow(RangeError);
+  });
+});
+
+describe("the string reader msgpackr is given", () => {
+  const ofLength = (n: number) => "é".repeat(Math.floor(n / 3)) + "a".repeat(n % 3);
+  test("reads every string header, ASCII and UTF-8 alike, as the reference decoder does", () => {
+    const texts = ["", "a", "hi", "x".repeat(31), "y".repeat(32), "z".repeat(255), "w".repeat(256), "v".repeat(70_000), "ü€😀 é", ofLength(40), "😀".repeat(20_000)];
+    for (const text of texts) {
+      const bytes = referenceEncode(text);
+      const framed = new Uint8Array(bytes.length + 7); // at an offset, in a bigger buffer, as a frame is
+      framed.set(bytes, 5);
+      expect(readStringAt(5, 5 + bytes.length, framed.buffer)).toBe(referenceDecode(bytes) as string);
+    }
+  });
+
+  test("invalid UTF-8 reads as U+FFFD, as TextDecoder and msgpackr's own reader make it", () => {
+    const body = Uint8Array.of(0xa4, 0x61, 0xff, 0xc3, 0x62);
+    expect(readStringAt(0, body.length, body.buffer)).toBe(new TextDecoder().decode(body.subarray(1)));
+  });
+
+  test("what it does not read, it refuses, and msgpackr reads that itself", () => {
+    expect(() => readStringAt(0, 2, Uint8Array.of(0x92, 0x01, 0x02).buffer)).toThrow(); // an array, not a string
+    expect(() => readStringAt(0, 3, Uint8Array.of(0xa5, 0x61, 0x62, 0x63).buffer)).toThrow(); // runs past the body's end
+    // A body cut inside a string: the frame codec refuses it as msgpackr's own reader would.
+    const whole = createRecordsCodec().encode({ text: "a string of more than thirty-two bytes, for the reader" });
+    expect(() => createPlainCodec().decode(whole.subarray(0, whole.length - 4))).toThrow();
+  });
+
+  test("is msgpackr's reader in this process, and bodies read through it come out whole", () => {
+    expect(useOwnStringReader()).toBe(true);
+    const codec = createRecordsCodec();
+    const value = { short: "hi", id: "01JD5X3M8Q7Y6Z5W4V3T2S1R0P", long: "x".repeat(120), mixed: "ü€😀".repeat(30), list: ["ß".repeat(20), "a"] };
+    for (let i = 0; i < 3; i++) expect(codec.decode(codec.encode(value))).toEqual(value);
   });
 });
 
