@@ -331,7 +331,14 @@ export class ActorRuntime<State = unknown> {
     } catch (error) {
       this.#eventThrew(event.envelope, error);
     } finally {
-      event.done();
+      try {
+        event.done();
+      } catch (error) {
+        // Not recorded as handled (the durable store's commit refused: a full disk), so not
+        // acknowledged, which must not stall this actor: it ends, the supervisor restarts it, and
+        // the sender's redelivery brings the event back to be handled again.
+        failLater(error);
+      }
     }
     try {
       if (effects) this.#afterCommit(event.envelope.message_id, effects);

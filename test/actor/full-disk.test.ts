@@ -118,10 +118,7 @@ for (const { kind, skip } of diskKinds()) {
       expect((await t.client.request("ledger", big("before"), { timeoutMs: TIMEOUT_MS })).payload.key).toBe("before");
       const pid = t.pid("ledger");
 
-      const sizes = () => JSON.stringify(Object.fromEntries(require("node:fs").readdirSync(join(disk.dir, "data")).map((f: string) => [f, require("node:fs").statSync(join(disk.dir, "data", f)).size])));
-      console.log("before fill", sizes(), Bun.spawnSync(["df", disk.dir]).stdout.toString());
       disk.fill();
-      console.log("after fill", sizes(), Bun.spawnSync(["df", disk.dir]).stdout.toString());
       for (const key of ["a", "b", "c"]) {
         const { error, ms } = await refusal(t.client, "ledger", big(key));
         expect(error.code).toBe(ErrorCode.RESOURCE_EXHAUSTED);
@@ -196,6 +193,24 @@ for (const { kind, skip } of diskKinds()) {
       disk.free();
       expect((await t.client.request("ledger", big("after"), { timeoutMs: TIMEOUT_MS })).payload).toMatchObject({ key: "after", pid });
       expect((await t.client.request("ledger", { op: "counts" }, { timeoutMs: TIMEOUT_MS })).payload).toEqual({ before: 1, after: 1 });
+    }, 60_000);
+
+    test("an event whose commit the full disk refused is not acknowledged: the actor restarts and handles it again from the redelivery", async () => {
+      using disk = openDisk(kind);
+      await using t = await startMeshOn(disk, LEDGER, false);
+      expect((await t.client.request("ledger", big("before"), { timeoutMs: TIMEOUT_MS })).payload.key).toBe("before");
+      const pid = t.pid("ledger");
+      disk.fill();
+      await t.client.send("ledger", big("event"));
+      // Its handler ran, but nothing of it could be recorded: acknowledging it would lose it.
+      // The actor ends (before: it stayed up and handled nothing more, its mailbox stuck).
+      await waitFor(() => t.mesh.registry.byAddress("ledger")?.pid !== pid, "the actor restarted", TIMEOUT_MS);
+      disk.free();
+      await waitFor(async () => {
+        const counts = (await t.client.request("ledger", { op: "counts" }, { timeoutMs: TIMEOUT_MS })).payload;
+        return counts.event === 1;
+      }, "the redelivered event handled, once", TIMEOUT_MS);
+      expect((await t.client.request("ledger", { op: "counts" }, { timeoutMs: TIMEOUT_MS })).payload).toEqual({ before: 1, event: 1 });
     }, 60_000);
 
     test("the message a full disk refused is handled when the same message comes again (in one process, over real sockets)", async () => {
