@@ -32,15 +32,32 @@ export type RequestOutcome = (to: string, error: HermesError | undefined, latenc
 
 /** Code 3 for a request its caller's signal gave up on. */
 const cancelled = (timeoutMs: number) => new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs });
+const timedOut = (timeoutMs: number) => new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+
+/**
+ * A second wait for a request already waited for (a client's retry): the same answer, or its own
+ * timeout or abort first, which end only this wait (progress goes to the first; a timeout no
+ * shorter than the first's ends with it).
+ */
+function joined(answer: Promise<Envelope>, first: Pending, { timeoutMs, signal }: WaitOptions): Promise<Envelope> {
+  if (!signal && timeoutMs >= first.timeoutMs) return answer;
+  if (signal?.aborted) return Promise.reject(cancelled(timeoutMs));
+  return new Promise((resolve, reject) => {
+    const end = (settle: () => void) => () => (clearTimeout(timer), signal?.removeEventListener("abort", onAbort), settle());
+    const onAbort = end(() => reject(cancelled(timeoutMs)));
+    const timer = setTimeout(end(() => reject(timedOut(timeoutMs))), timeoutMs);
+    signal?.addEventListener("abort", onAbort);
+    answer.then((env) => end(() => resolve(env))(), (error: unknown) => end(() => reject(error))());
+  });
+}
 /** Deadlines are kept to this grain: a request times out at most this much after its deadline. */
 const DEADLINE_GRAIN_MS = 10;
 
 /**
- * The deadlines of waiting requests, in slots of 10 ms, behind one timer: the timer is set for
- * the earliest slot that holds somebody, and each request only files its id (a timer set and
- * cleared per request cost more than the rest of a round trip's bookkeeping). The timer is
- * unref'd while nobody waits, so it never keeps a process alive; a slot that empties is dropped,
- * except the newest, which the next requests are about to use.
+ * The deadlines of waiting requests, in slots of 10 ms, behind one timer set for the earliest
+ * slot that holds somebody: each request only files its id (a timer per request cost more than
+ * the rest of a round trip's bookkeeping). The timer is unref'd while nobody waits; a slot that
+ * empties is dropped, except the newest, which the next requests are about to use.
  */
 class DeadlineBuckets {
   #slots = new Map<number, Set<string>>();
@@ -113,15 +130,14 @@ class DeadlineBuckets {
 }
 
 /**
- * Requests sent and waiting for their answer, keyed by message_id. Answers may arrive on any
- * connection (the first one broke, the request was redelivered on another): what matches is
- * the correlation id, not the connection.
+ * Requests sent and waiting for their answer, keyed by message_id: an answer may come on any
+ * connection (the request was redelivered on another), so the correlation id is what matches.
  */
 export class PendingRequests<Via = unknown> {
   #pending = new Map<string, Pending>();
   #deadlines = new DeadlineBuckets((id) => {
     const pending = this.#pending.get(id);
-    if (pending) this.giveUp(id, new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${pending.timeoutMs} ms`, { timeout_ms: pending.timeoutMs }));
+    if (pending) this.giveUp(id, timedOut(pending.timeoutMs));
   });
   /** Called when a request is given up (deadline, abort) so the peer can be told to cancel: `via` is what sent() named. */
   #onGiveUp: (request: Envelope, error: HermesError, via: Via | undefined) => void;
@@ -142,16 +158,14 @@ export class PendingRequests<Via = unknown> {
   }
 
   /** Requests waiting. */
-  get size(): number {
-    return this.#pending.size;
-  }
+  get size(): number { return this.#pending.size; }
 
   /** Starts waiting for the answer to `request`; resolves with the response envelope or rejects with the coded error. */
   wait(request: Envelope, options: WaitOptions): Promise<Envelope> {
     const id = request.message_id;
     // The same id again (a client retrying through the gateway) waits for the same answer.
     const waiting = this.#pending.get(id);
-    if (waiting) return waiting.promise;
+    if (waiting) return joined(waiting.promise, waiting, options);
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const timeoutMs = options.timeoutMs;
     if (options.signal?.aborted) return (reject(cancelled(timeoutMs)), promise);
@@ -170,19 +184,13 @@ export class PendingRequests<Via = unknown> {
   handle(env: Envelope): boolean {
     const id = env.correlation_id!;
     switch (env.message_type) {
-      case MessageType.RESPONSE: {
-        const pending = this.#take(id);
-        if (!pending) return false;
-        this.#told(pending, undefined);
-        pending.resolve(env);
-        return true;
-      }
+      case MessageType.RESPONSE:
       case MessageType.ERROR: {
         const pending = this.#take(id);
         if (!pending) return false;
-        const error = HermesError.fromWire(env);
+        const error = env.message_type === MessageType.ERROR ? HermesError.fromWire(env) : undefined;
         this.#told(pending, error);
-        pending.reject(error);
+        error ? pending.reject(error) : pending.resolve(env);
         return true;
       }
       case MessageType.PROGRESS: {
@@ -195,22 +203,17 @@ export class PendingRequests<Via = unknown> {
   }
 
   /** Rejects one waiting request now (and tells the peer through onGiveUp). */
-  giveUp(id: string, error: HermesError): void {
+  giveUp(id: string, error: HermesError): void { this.fail(id, error, true); }
+
+  /** Rejects one waiting request without telling the peer (it never got it, or is gone), or telling it (`tellPeer`). */
+  fail(id: string, error: HermesError, tellPeer = false): void {
     const pending = this.#take(id);
     if (!pending) return;
     try {
-      this.#onGiveUp(pending.request, error, pending.via as Via | undefined);
+      if (tellPeer) this.#onGiveUp(pending.request, error, pending.via as Via | undefined);
     } catch {
       // Best effort (its link may be full or closed): the ttl ends the handling there anyway.
     }
-    this.#told(pending, error);
-    pending.reject(error);
-  }
-
-  /** Rejects one waiting request without telling the peer (it never got it, or is gone). */
-  fail(id: string, error: HermesError): void {
-    const pending = this.#take(id);
-    if (!pending) return;
     this.#told(pending, error);
     pending.reject(error);
   }

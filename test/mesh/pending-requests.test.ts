@@ -133,3 +133,59 @@ describe("outcomes and the link a cancel takes", () => {
     expect(gaveUp).toEqual([[late.message_id, "link-c"]]);
   });
 });
+
+describe("the same request waited for twice (a client's retry)", () => {
+  const answer = (request: ReturnType<typeof newRequest>) => createReply(MessageType.RESPONSE, request, "peer", { ok: true });
+
+  test("both waits get the one answer", async () => {
+    const pending = new PendingRequests();
+    const request = newRequest();
+    const first = pending.wait(request, { timeoutMs: 5000 });
+    const second = pending.wait(request, { timeoutMs: 5000 });
+    expect(pending.size).toBe(1);
+    pending.handle(answer(request));
+    expect([(await first).payload, (await second).payload]).toEqual([{ ok: true }, { ok: true }]);
+  });
+
+  test("the second wait's own shorter timeout ends it alone; the first still gets the answer", async () => {
+    const gaveUp: string[] = [];
+    const pending = new PendingRequests((request) => gaveUp.push(request.message_id));
+    const request = newRequest();
+    const first = pending.wait(request, { timeoutMs: 5000 });
+    const t0 = performance.now();
+    const second = await pending.wait(request, { timeoutMs: 30 }).catch((error: HermesError) => error);
+    expect(second).toMatchObject({ code: ErrorCode.TASK_TIMEOUT, fields: { timeout_ms: 30 } });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect([pending.size, gaveUp]).toEqual([1, []]); // no cancel: the request goes on for the first
+    pending.handle(answer(request));
+    expect((await first).payload).toEqual({ ok: true });
+  });
+
+  test("the second wait's own signal ends it alone, at once when already aborted", async () => {
+    const pending = new PendingRequests();
+    const request = newRequest();
+    const first = pending.wait(request, { timeoutMs: 5000 });
+    const aborted = AbortSignal.abort();
+    expect(await pending.wait(request, { timeoutMs: 5000, signal: aborted }).catch((e: HermesError) => e.message)).toBe("request cancelled");
+    const controller = new AbortController();
+    const second = pending.wait(request, { timeoutMs: 5000, signal: controller.signal }).catch((e: HermesError) => e.message);
+    controller.abort();
+    expect(await second).toBe("request cancelled");
+    expect(pending.size).toBe(1);
+    pending.handle(answer(request));
+    expect((await first).payload).toEqual({ ok: true });
+  });
+
+  test("an error answer or the first's timeout reaches a second wait that has limits of its own", async () => {
+    const pending = new PendingRequests();
+    const request = newRequest();
+    const first = pending.wait(request, { timeoutMs: 40 }).catch((e: HermesError) => e.code);
+    const second = pending.wait(request, { timeoutMs: 30_000, signal: new AbortController().signal }).catch((e: HermesError) => e.code);
+    expect([await first, await second]).toEqual([ErrorCode.TASK_TIMEOUT, ErrorCode.TASK_TIMEOUT]);
+    const again = newRequest();
+    const third = pending.wait(again, { timeoutMs: 5000 }).catch(() => "first");
+    const fourth = pending.wait(again, { timeoutMs: 1000 }).catch((e: HermesError) => e.code);
+    pending.handle(createReply(MessageType.ERROR, again, "peer", new HermesError(ErrorCode.INVALID_REQUEST, "no").toPayload()));
+    expect([await third, await fourth]).toEqual(["first", ErrorCode.INVALID_REQUEST]);
+  });
+});
