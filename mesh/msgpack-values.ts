@@ -18,7 +18,7 @@ import { Buffer } from "node:buffer";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { addExtension, type Unpackr } from "msgpackr";
+import { addExtension, Unpackr } from "msgpackr";
 
 const NANOS_PER_SECOND = 1_000_000_000;
 const INT64_MIN = -(2n ** 63n);
@@ -174,10 +174,15 @@ export class UnreadableValue {
  */
 export function readStringAt(start: number, end: number, buffer: ArrayBuffer): string {
   if (buffer !== lastBuffer) {
+    // A big frame's own buffer is not kept past its decoding: read through a view of its own.
+    if (buffer.byteLength > KEPT_BUFFER_BYTES) return readStringIn(Buffer.from(buffer) as SlicingBuffer, start, end);
     lastBuffer = buffer;
     lastBytes = Buffer.from(buffer) as SlicingBuffer;
   }
-  const bytes = lastBytes;
+  return readStringIn(lastBytes, start, end);
+}
+
+function readStringIn(bytes: SlicingBuffer, start: number, end: number): string {
   const token = bytes[start]!;
   let at: number, length: number;
   if (token >= 0xa0 && token <= 0xbf) {
@@ -205,9 +210,10 @@ export function readStringAt(start: number, end: number, buffer: ArrayBuffer): s
 type SlicingBuffer = Buffer & { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string };
 
 const NOT_READ = new Error("not a string this reader reads: msgpackr reads it");
-/** The ArrayBuffer of the last call and a Buffer over all of it: frames are read from one long-lived buffer. */
+/** The ArrayBuffer of the last call and a Buffer over all of it: frames are read from one long-lived buffer (frames.ts LANDING_BYTES). */
 let lastBuffer: ArrayBuffer | undefined;
 let lastBytes = Buffer.alloc(0) as SlicingBuffer;
+const KEPT_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Set by the actor host's bundle (src/supervisor/actor-host-bundle.ts), whose `msgpackr-extract`
@@ -230,8 +236,9 @@ export function useOwnStringReader(): boolean {
     // Its package's folder (the entry require resolves, dist/node.cjs, is one down), not import.meta.resolve: a CommonJS bundle has none.
     let root = dirname(require.resolve("msgpackr"));
     while (!existsSync(join(root, "unpack.js")) && dirname(root) !== root) root = dirname(root);
-    const msgpackrReader = require(join(root, "unpack.js")) as { setExtractor?(read: typeof readStringAt): void };
-    if (typeof msgpackrReader.setExtractor !== "function") return false;
+    const msgpackrReader = require(join(root, "unpack.js")) as { Unpackr?: unknown; setExtractor?(read: typeof readStringAt): void };
+    // Not the msgpackr this process decodes with (a bundle, another copy): that one keeps its reader.
+    if (msgpackrReader.Unpackr !== Unpackr || typeof msgpackrReader.setExtractor !== "function") return false;
     msgpackrReader.setExtractor(readStringAt);
     return true;
   } catch {

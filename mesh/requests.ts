@@ -34,22 +34,21 @@ export type RequestOutcome = (to: string, error: HermesError | undefined, latenc
 const cancelled = (timeoutMs: number) => new HermesError(ErrorCode.TASK_TIMEOUT, "request cancelled", { timeout_ms: timeoutMs });
 const timedOut = (timeoutMs: number) => new HermesError(ErrorCode.TASK_TIMEOUT, `no answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs });
 
-/**
- * A second wait for a request already waited for (a client's retry): the same answer, or its own
- * timeout or abort first, which end only this wait (progress goes to the first; a timeout no
- * shorter than the first's ends with it).
- */
+const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's longest delay: a longer one fires at once
+
+/** A second wait for a request already waited for (a client's retry): the same answer, or its own timeout or abort first, which end only this wait; the first's end both (and progress goes to it). */
 function joined(answer: Promise<Envelope>, first: Pending, { timeoutMs, signal }: WaitOptions): Promise<Envelope> {
   if (!signal && timeoutMs >= first.timeoutMs) return answer;
   if (signal?.aborted) return Promise.reject(cancelled(timeoutMs));
   return new Promise((resolve, reject) => {
     const end = (settle: () => void) => () => (clearTimeout(timer), signal?.removeEventListener("abort", onAbort), settle());
     const onAbort = end(() => reject(cancelled(timeoutMs)));
-    const timer = setTimeout(end(() => reject(timedOut(timeoutMs))), timeoutMs);
+    const timer = timeoutMs <= MAX_TIMER_MS ? setTimeout(end(() => reject(timedOut(timeoutMs))), timeoutMs) : undefined;
     signal?.addEventListener("abort", onAbort);
     answer.then((env) => end(() => resolve(env))(), (error: unknown) => end(() => reject(error))());
   });
 }
+
 /** Deadlines are kept to this grain: a request times out at most this much after its deadline. */
 const DEADLINE_GRAIN_MS = 10;
 
@@ -99,7 +98,7 @@ class DeadlineBuckets {
   #arm(at: number, now: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timerAt = at;
-    this.#timer = setTimeout(this.#fire, Math.max(0, at - now));
+    this.#timer = setTimeout(this.#fire, Math.min(MAX_TIMER_MS, Math.max(0, at - now))); // early past it: #fire re-arms
     if (this.#waiting === 0) this.#timer.unref?.();
   }
 

@@ -188,4 +188,26 @@ describe("the same request waited for twice (a client's retry)", () => {
     pending.handle(createReply(MessageType.ERROR, again, "peer", new HermesError(ErrorCode.INVALID_REQUEST, "no").toPayload()));
     expect([await third, await fourth]).toEqual(["first", ErrorCode.INVALID_REQUEST]);
   });
+
+  test("timeouts past setTimeout's range (2^31 ms) wait: no early timeout, no timer firing every millisecond", async () => {
+    const pending = new PendingRequests();
+    const request = newRequest();
+    const far = 2 ** 31 + 10;
+    const realSetTimeout = globalThis.setTimeout;
+    let timersSet = 0;
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => (timersSet++, realSetTimeout(...args))) as typeof setTimeout;
+    try {
+      const first = pending.wait(request, { timeoutMs: far });
+      const second = pending.wait(request, { timeoutMs: far + 5, signal: new AbortController().signal });
+      let settled = false;
+      void Promise.race([first, second]).finally(() => (settled = true));
+      await Bun.sleep(100); // time for a misread delay (1 ms) to fire many times over
+      expect(settled).toBe(false);
+      expect(timersSet).toBeLessThan(5);
+      pending.handle(answer(request));
+      expect([(await first).payload, (await second).payload]).toEqual([{ ok: true }, { ok: true }]);
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+  });
 });
