@@ -57,11 +57,7 @@ export interface MeshNodeOptions {
   deadLetters?: DeadLetterLimits;
   /** The dedupe memory (durable mode passes one backed by its store). */
   dedupe?: DedupeStore;
-  /**
-   * How each request this node sent turned out, by destination: the scheduler's success rate
-   * and latency figures (a coded answer the caller caused, like 2 or 4, counts as a success
-   * of the instance).
-   */
+  /** How each request this node sent turned out, by destination: the scheduler's success rate and latency figures (a coded answer the caller caused, like 2 or 4, counts as a success of the instance). */
   onOutcome?: (address: string, ok: boolean, latencyMs: number) => void;
   /** Every request or event this node sends, once routed (for event logs). */
   onSent?: (env: Envelope, destinations: readonly string[]) => void;
@@ -176,9 +172,11 @@ export class MeshNode {
 
   /** Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send, ids and trace intact) along its own route and waits for the answer here (`reply_to` must be this node's address). */
   requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
-    const timeoutMs = options.timeoutMs ?? request.ttl;
+    const timeoutMs = options.timeoutMs ?? request.ttl, waiting = this.#pending.size;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
-    if (options.signal?.aborted) return answer; // given up already (code 3): nothing goes out
+    // Nothing goes out for a wait given up already (code 3), or joined to the same request's wait
+    // (a client's retry): that one is on its way, and another instance must not handle it too.
+    if (this.#pending.size === waiting) return answer;
     try {
       const destinations = this.#router.destinations(request);
       let first: PeerLink | undefined;

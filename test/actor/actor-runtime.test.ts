@@ -217,6 +217,8 @@ describe("ActorRuntime", () => {
     const request = createRequest(client.address, { target_agent: "subject" }, {}, { ttl: 5_000 });
     const first = client.requestEnvelope(request, { timeoutMs: 5_000 });
     const second = client.requestEnvelope({ ...request }, { timeoutMs: 5_000 });
+    // The retry is not sent again: the first is on its way (another instance must not get it too).
+    expect(client.stats.inFlight + client.stats.queued).toBe(1);
     release();
     const [a, b] = await Promise.all([first, second]);
     expect(a.payload).toEqual({ n: 1 });
