@@ -243,10 +243,9 @@ export class PendingRequests<Via = unknown> {
 }
 
 /**
- * One request being handled: the handler's context, and the guarantee that exactly one answer
- * goes back (response, error, timeout or cancel, whichever comes first). The AbortController
- * and the deadline timer cost more than the rest of a round trip, so the controller is made
- * only when a handler reads `signal`, and the timer only when the handler goes async.
+ * One request being handled: the handler's context, and exactly one answer back (response, error,
+ * timeout or cancel, whichever comes first). The AbortController and the deadline timer cost more
+ * than the rest of a round trip: the one is made when a handler reads `signal`, the other when it goes async.
  */
 export class ServedRequest implements RequestContext {
   /** True once an answer (of any kind) has gone. */
@@ -289,8 +288,9 @@ export class ServedRequest implements RequestContext {
     if (this.#done) return;
     const ttl = this.request.ttl;
     this.#timer = setTimeout(() => {
+      if (this.deadline > Date.now()) return this.startDeadline(); // a ttl past setTimeout's longest delay
       this.abort(new HermesError(ErrorCode.TASK_TIMEOUT, `handler did not finish within the ttl of ${ttl} ms`, { timeout_ms: ttl }));
-    }, Math.max(0, this.deadline - Date.now()));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, this.deadline - Date.now())));
   }
 
   respond(payload: Payload): void {

@@ -209,6 +209,13 @@ describe("ActorRuntime", () => {
     expect(ran).toBe(1);
   });
 
+  test("a request whose ttl is past setTimeout's range (2^31 ms) is not timed out at once when its handler goes async", async () => {
+    const { client } = await actorWithClient(defineActor({ async onRequest() { await Bun.sleep(20); return { ok: true }; } }));
+    const far = 2 ** 31 + 60_000;
+    const answer = await client.request({ target_agent: "subject" }, {}, { ttl: far, timeoutMs: 5_000 });
+    expect(answer.payload).toEqual({ ok: true });
+  });
+
   test("the same request sent twice while the first waits (a client's retry through the gateway) gets its one answer twice", async () => {
     let ran = 0;
     let release!: () => void;
