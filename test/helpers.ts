@@ -238,3 +238,29 @@ export function runTransportSuite(env: Record<string, string>): { report: string
   });
   return { report: run.stderr.toString(), exitCode: run.exitCode };
 }
+
+/** setTimeout's longest delay: Bun fires a longer one at once (after 1 ms, with a warning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Runs `body` with setTimeout recording the delay of every timer set meanwhile (in this process),
+ * then restores it: how a test sees that no timer was given a delay past MAX_TIMER_MS, which
+ * would fire at once instead of when asked.
+ *
+ * @example
+ * const { delays } = await recordTimerDelays(async () => pending.wait(request, { timeoutMs: 2 ** 32 }));
+ * expect(Math.max(...delays)).toBeLessThanOrEqual(MAX_TIMER_MS);
+ */
+export async function recordTimerDelays<T>(body: () => Promise<T>): Promise<{ result: T; delays: number[] }> {
+  const realSetTimeout = globalThis.setTimeout;
+  const delays: number[] = [];
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    delays.push(args[1] ?? 0);
+    return realSetTimeout(...args);
+  }) as typeof setTimeout;
+  try {
+    return { result: await body(), delays };
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+}
