@@ -6,7 +6,8 @@
  *
  * Run: `bun bench/stages.ts [ms per stage]`.
  */
-import { createCodec, CodecName, FrameDecoder } from "../mesh/frames.ts";
+import { FrameDecoder } from "../mesh/frames.ts";
+import { createCodec, CodecName } from "../mesh/codecs.ts";
 import { isValidEnvelope, createEvent } from "../mesh/envelope.ts";
 import { newMessageId } from "../mesh/ids.ts";
 import { PAYLOAD_128 } from "./lib/payload.ts";

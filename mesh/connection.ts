@@ -1,5 +1,6 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { createCodec, type EncodedRange, type FrameCodec, checkPayload, CodecName, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { checkPayload, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { createCodec, type EncodedRange, type FrameCodec, CodecName, decodeFrameBody } from "./codecs.ts";
 import { PROTOCOL_ACK_DELAY_MS, PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, type WritableSocket } from "./flow-control.ts";
@@ -112,8 +113,7 @@ export class Connection implements MeshLink {
     this.ready = this.#readyResolvers.promise;
     this.ready.catch(() => {});
     this.#liveness.start(() => this.#housekeeping());
-    // The dialer speaks first; the acceptor answers only a hello it accepts, so a refusal
-    // (bad hello, wrong token) reaches the dialer before it believes the handshake is done.
+    // The dialer speaks first; the acceptor answers only a hello it accepts (a refusal comes before the dialer thinks it is done).
     if (role === "dialer") this.#sendHello();
   }
 

@@ -1,7 +1,8 @@
 import { Buffer } from "node:buffer";
 import { remainingTtl, type Envelope } from "./envelope.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { approximateBytes, type EncodedRange } from "./frames.ts";
+import { approximateBytes } from "./frames.ts";
+import { type EncodedRange } from "./codecs.ts";
 
 /**
  * Receiver side of cumulative acknowledgement (docs/protocol.md §4). Envelopes may finish

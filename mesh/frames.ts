@@ -1,16 +1,12 @@
-import { Buffer } from "node:buffer";
+/**
+ * Frames (docs/protocol.md §1): the length prefix, the reader that splits a byte stream into
+ * bodies without trusting a claimed length, and the bounds every payload is held to. How a
+ * body is encoded is mesh/codecs.ts.
+ */
+import { C1 } from "msgpackr";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { C1, Packr, RESET_BUFFER_MODE, REUSE_BUFFER_MODE, Unpackr } from "msgpackr";
-import { parseEnvelope, isPlainMap } from "./envelope.ts";
-import { integersAsInt64, mayHaveTextedKeys, MsgpackExt, MsgpackTimestamp, UnreadableValue, settleDecodedMaps, unpackExact } from "./msgpack-values.ts";
-import { readExactly } from "./exact-reader.ts";
-
-/** Codec names. `msgpack` (plain maps) is mandatory; `msgpackr-records` is the fast path between Bun peers. */
-export const CodecName = {
-  MSGPACK: "msgpack",
-  MSGPACKR_RECORDS: "msgpackr-records",
-} as const;
-export type CodecName = (typeof CodecName)[keyof typeof CodecName];
+import { parseEnvelope } from "./envelope.ts";
+import { MsgpackExt, MsgpackTimestamp, UnreadableValue } from "./msgpack-values.ts";
 
 /**
  * Bounds on what a payload may be: how deep it nests (checked on every send and receive) and
@@ -152,159 +148,6 @@ export function approximateBytes(value: unknown, levelsLeft = MAX_PAYLOAD_DEPTH)
   }
 }
 
-/**
- * Encodes frame bodies for one direction of one connection. Stateful codecs (records) keep
- * their structure tables per connection and direction, so each side builds its own pair.
- */
-export interface FrameCodec {
-  readonly name: CodecName;
-  /** Encodes a map. The result is only valid until the next call (it may share a buffer). */
-  encode(value: unknown): Uint8Array;
-  /**
-   * Encodes a map as `encode` does, into the packer's buffer without a view of it: the body is
-   * `bytes[start..end)` of the returned range, which is the same object on every call and valid
-   * until the next encoding in this process. For the write path, which copies it at once.
-   */
-  encodeRange(value: unknown): EncodedRange;
-  /** Decodes one whole frame body: `bytes[start..end)`, by default all of it. Throws on malformed bytes. */
-  decode(bytes: Uint8Array, start?: number, end?: number): unknown;
-}
-
-/** Where an encoded body lies: `bytes[start..end)`. */
-export interface EncodedRange {
-  bytes: Uint8Array;
-  start: number;
-  end: number;
-}
-
-/**
- * msgpackr's REUSE_BUFFER_MODE | RESET_BUFFER_MODE: `pack` returns its whole buffer with the
- * body's `start` and `end` on it, and writes the next body at the same place. A view per frame
- * (`subarray`) was about 4% of a round trip's JavaScript (bench/loopback.ts), and the packer's
- * appending filled a 64 KiB buffer every few hundred envelopes.
- */
-const PACK_IN_PLACE = REUSE_BUFFER_MODE | RESET_BUFFER_MODE;
-
-/** `encode` and `encodeRange` over one packer, made on first use, `prepare` applied to each value first. */
-function packerPair(options: ConstructorParameters<typeof Packr>[0], prepare: (value: unknown) => unknown = (value) => value): Pick<FrameCodec, "encode" | "encodeRange"> {
-  let packr: Packr | undefined;
-  const range: EncodedRange = { bytes: new Uint8Array(0), start: 0, end: 0 };
-  return {
-    encode: (value) => (packr ??= newPackr(options)).pack(prepare(value)),
-    encodeRange(value) {
-      const out = (packr ??= newPackr(options)).pack(prepare(value), PACK_IN_PLACE) as Uint8Array & { start?: number; end?: number };
-      // msgpackr hands back a fresh array instead only where it had to copy (structured clones), without the two marks.
-      range.bytes = out;
-      range.start = out.start ?? 0;
-      range.end = out.end ?? out.length;
-      return range;
-    },
-  };
-}
-
-/**
- * Maps whose keys may have lost their type are decoded again as Maps and settled
- * (settleDecodedMaps): objects when every key is a string, Maps when a key is a number, a
- * boolean, nil, binary, a timestamp or an extension, so those keys come back as they went.
- * Down to the frame map, the payload map, its 512 levels and a margin.
- */
-const SETTLED_LEVELS = MAX_PAYLOAD_DEPTH + 8;
-
-/**
- * Plain MessagePack maps: what every implementation speaks. `copyBuffers` because the bytes a
- * socket hands over are reused after the callback returns. `int64AsType: "auto"` because other
- * encoders send every integer past 32 bits (any ms timestamp) as int64/uint64, which msgpackr
- * would otherwise decode as a BigInt that no envelope check accepts; past 2^53 it is a BigInt,
- * exact. Extensions read exactly (mesh/msgpack-values.ts); a body msgpackr cannot read as it is
- * goes through the exact reader there, so its envelope can still be answered.
- */
-export function createPlainCodec(): FrameCodec {
-  // msgpackr's typings omit "auto" (numbers up to 2^53, BigInt beyond), which its README documents.
-  const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
-  // The exact reading of maps, for a body whose keys may have lost their type (mayHaveTextedKeys).
-  const maps = new Unpackr({ useRecords: false, mapsAsObjects: false, copyBuffers: true, int64AsType: "auto" as "bigint" });
-  return {
-    name: CodecName.MSGPACK,
-    ...packerPair({ useRecords: false, variableMapSize: true }, (value) => integersAsInt64(value, MAX_PAYLOAD_DEPTH + 1)),
-    decode(bytes, start = 0, end = bytes.length) {
-      if (mayHoldRecordTag(bytes.subarray(start, end))) return readExactly(bytes, start, end);
-      try {
-        const value = unpackExact(unpackr, bytes, start, end);
-        return mayHaveTextedKeys(value, SETTLED_LEVELS) ? settleDecodedMaps(unpackExact(maps, bytes, start, end), SETTLED_LEVELS) : value;
-      } catch (error) {
-        try {
-          return readExactly(bytes, start, end);
-        } catch {
-          throw error;
-        }
-      }
-    },
-  };
-}
-
-/**
- * True when the bytes may hold `d4 72` or `d5 72`: a fixext 1 or 2 of type 0x72, which msgpackr
- * reads as its record definition even with records off. Two scans in native code; valid UTF-8
- * never holds either pair, so a hit (the real thing, or bytes inside a bin or a number) is rare.
- */
-function mayHoldRecordTag(body: Uint8Array): boolean {
-  for (const header of [0xd4, 0xd5]) {
-    for (let at = body.indexOf(header); at !== -1 && at < body.length - 1; at = body.indexOf(header, at + 1)) {
-      if (body[at + 1] === 0x72) return true;
-    }
-  }
-  return false;
-}
-
-/**
- * msgpackr records in sequential mode: each new map shape is defined inline once, then sent
- * as a small record id. Both ends must see every frame in order, which a byte stream gives.
- * Only negotiated when both sides offer it (docs/protocol.md §2).
- */
-export function createRecordsCodec(): FrameCodec {
-  const unpackr = new Unpackr({ sequential: true, copyBuffers: true, mapsAsObjects: false, int64AsType: "auto" as "bigint" });
-  return {
-    name: CodecName.MSGPACKR_RECORDS,
-    ...packerPair({ sequential: true }),
-    // Plain objects travel as records, so a map here was a Map at the sender: it stays one, unsettled (no walk).
-    decode: (bytes, start = 0, end = bytes.length) => unpackExact(unpackr, bytes, start, end),
-  };
-}
-
-const PACK_BUFFER_BYTES = 64 * 1024;
-
-/**
- * A packer writing into a 64 KiB buffer (msgpackr keeps one buffer for all its packers of a
- * process). `encode` appends each result after the previous one, and a new buffer of the current
- * size comes when one fills: msgpackr's default 8 KiB meant a new buffer every few dozen
- * envelopes. `encodeRange` writes in place (PACK_IN_PLACE). Created on first use, since a codec
- * instance used only for decoding never packs. (Handing it a buffer before every pack instead
- * breaks the sequential records mode, which keeps positions across calls.)
- */
-function newPackr(options: ConstructorParameters<typeof Packr>[0]): Packr {
-  const packr = new Packr(options);
-  packr.useBuffer(Buffer.allocUnsafeSlow(PACK_BUFFER_BYTES));
-  return packr;
-}
-
-/** Builds a fresh codec by name; plain msgpack for anything unknown. */
-export function createCodec(name: string): FrameCodec {
-  return name === CodecName.MSGPACKR_RECORDS ? createRecordsCodec() : createPlainCodec();
-}
-
-/** Codecs this implementation offers, fastest first (measured: bench/codec.bench.ts). */
-export const SUPPORTED_CODECS: readonly CodecName[] = [CodecName.MSGPACKR_RECORDS, CodecName.MSGPACK];
-
-/**
- * The codec both sides use after hello: the first codec in the accepting side's list that the
- * connecting side also offers. Both ends compute the same answer from the two hellos.
- */
-export function negotiateCodec(acceptorCodecs: readonly string[], connectorCodecs: readonly string[]): CodecName {
-  for (const name of acceptorCodecs) {
-    if (connectorCodecs.includes(name) && (SUPPORTED_CODECS as readonly string[]).includes(name)) return name as CodecName;
-  }
-  return CodecName.MSGPACK;
-}
 
 /**
  * One frame as bytes: `u32be length` then the body. For one-off frames (tests, tools, other
@@ -509,36 +352,4 @@ export function envelopeRejection(value: unknown): HermesError {
 /** Code 6 for a peer that sent more unacknowledged envelopes than this side's window allows. */
 export function windowExceeded(used: number, limit: number): HermesError {
   return new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "peer exceeded the credit window", { resource: "window", used, limit });
-}
-
-/** A decoded frame body: the map, or why it is refused and whether the stream can go on. */
-export type FrameBody = { map: Record<string, any> } | { error: HermesError; fatal: boolean };
-
-/**
- * Decodes one frame body and checks it is a map (docs/protocol.md §1). Undecodable bytes are
- * fatal on a records stream, whose structure table is lost with them; on plain msgpack the
- * framing still holds and the connection goes on.
- */
-export function decodeFrameBody(codec: FrameCodec, buffer: Uint8Array, start: number, end: number, handshaking: boolean): FrameBody {
-  let value: unknown;
-  try {
-    value = codec.decode(buffer, start, end);
-  } catch (error) {
-    // A recursive decoder runs out of stack on values nested thousands deep.
-    const tooDeep = error instanceof RangeError;
-    return {
-      error: new HermesError(ErrorCode.INVALID_REQUEST, tooDeep ? "frame body nests too deep to decode" : "frame body is not valid MessagePack", {
-        reason: error instanceof Error ? error.message : String(error),
-        expected: tooDeep ? `a MessagePack map whose payload nests at most ${MAX_PAYLOAD_DEPTH} levels` : "a MessagePack map",
-      }),
-      fatal: codec.name !== CodecName.MSGPACK,
-    };
-  }
-  if (!isPlainMap(value)) {
-    return {
-      error: new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", { reason: `got ${describeValue(value)}`, expected: "a MessagePack map" }),
-      fatal: handshaking,
-    };
-  }
-  return { map: value };
 }

@@ -202,12 +202,21 @@ function readStringIn(bytes: SlicingBuffer, start: number, end: number): string 
   }
   const stop = at + length;
   if (stop > end) throw NOT_READ;
+  return sliceText(bytes, at, stop);
+}
+
+/**
+ * The UTF-8 text of `bytes[at..stop)`: latin1Slice when it is all ASCII (the common case, and
+ * the cheaper call), else utf8Slice, which reads invalid bytes as U+FFFD as msgpackr does.
+ * @internal: for the envelope codec (mesh/codecs.ts).
+ */
+export function sliceText(bytes: SlicingBuffer, at: number, stop: number): string {
   for (let i = at; i < stop; i++) if (bytes[i]! > 0x7f) return bytes.utf8Slice(at, stop);
   return bytes.latin1Slice(at, stop);
 }
 
 /** Buffer's slicing methods (Bun's, Node's and Deno's; not in the typings). */
-type SlicingBuffer = Buffer & { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string };
+export type SlicingBuffer = Buffer & { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string };
 
 const NOT_READ = new Error("not a string this reader reads: msgpackr reads it");
 /** The ArrayBuffer of the last call and a Buffer over all of it: frames are read from one long-lived buffer (frames.ts LANDING_BYTES). */

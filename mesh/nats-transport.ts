@@ -12,7 +12,8 @@ import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStre
 import { type Envelope, createCancel, createErrorReply, isValidEnvelope, MessageType, takeWaitOff } from "./envelope.ts";
 import { ANSWERS, DEAD_LETTER_HEADER, Inbox, type InboxLink } from "./nats-inbox.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { checkPayload, createPlainCodec } from "./frames.ts";
+import { checkPayload } from "./frames.ts";
+import { createPlainCodec } from "./codecs.ts";
 import type { MeshNatsSettings } from "./control-protocol.ts";
 import type { LinkEnvelopeHandler, LinkListener, LinkSettings, MeshLink, MeshTransport } from "./transport.ts";
 

@@ -2,7 +2,7 @@
  * Codec contenders: the two MessagePack codecs hermes speaks (mesh/frames.ts) and the
  * JSON baseline (JSON.stringify + TextEncoder, TextDecoder + JSON.parse).
  */
-import { createPlainCodec, createRecordsCodec } from "../../mesh/frames.ts";
+import { createPlainCodec, createRecordsCodec } from "../../mesh/codecs.ts";
 import type { CodecContender } from "./types.ts";
 
 /** Plain msgpack maps: what every implementation must speak. */

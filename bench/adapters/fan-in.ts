@@ -9,7 +9,7 @@
  * Every process starts on this process's cpus; the scenario moves them.
  */
 import { join } from "node:path";
-import { createCodec, CodecName } from "../../mesh/frames.ts";
+import { createCodec, CodecName } from "../../mesh/codecs.ts";
 import { createEvent } from "../../mesh/envelope.ts";
 import { spawnFixture, type Fixture } from "../lib/child.ts";
 import { PAYLOAD_128 } from "../lib/payload.ts";

@@ -6,7 +6,7 @@
  * was acknowledged.
  */
 import { join } from "node:path";
-import { createCodec } from "../../mesh/frames.ts";
+import { createCodec } from "../../mesh/codecs.ts";
 import { createEvent } from "../../mesh/envelope.ts";
 import type { Connection } from "../../mesh/connection.ts";
 import { dial } from "../../mesh/socket-transport.ts";

@@ -3,7 +3,7 @@ import { basename } from "node:path";
 import { Packr, Unpackr } from "msgpackr";
 import { DedupeCache, type DedupeEntry, type DedupeStore } from "../../mesh/dedupe-cache.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
-import { createPlainCodec } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { DELETED, type ActorStore } from "./actor-store.ts";
 import { createLogger, type Logger } from "../../mesh/logger.ts";

@@ -1,4 +1,5 @@
-import { checkPayload, createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
+import { checkPayload, FrameDecoder } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { AckSchema, HelloSchema, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
 import { isPlainMap, parseEnvelope, arrivedExpired } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";

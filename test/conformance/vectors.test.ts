@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode } from "@msgpack/msgpack";
-import { createPlainCodec, FrameDecoder } from "../../mesh/frames.ts";
+import { FrameDecoder } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { payloadFromJson, payloadToJson } from "../../src/gateway/invoke-forms.ts";
 import { isValidEnvelope, parseEnvelope, EnvelopeSchema } from "../../mesh/envelope.ts";
 import { HermesError } from "../../mesh/errors.ts";

@@ -15,7 +15,7 @@ import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { createPlainCodec } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { payloadFromJson, payloadToJson } from "../../src/gateway/invoke-forms.ts";
 import { receiveFrame } from "../conformance/receive-frame.ts";

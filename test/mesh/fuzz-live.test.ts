@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { RequestChannel } from "../../mesh/requests.ts";
 import { dial } from "../../mesh/socket-transport.ts";
-import { createPlainCodec, encodeFrame } from "../../mesh/frames.ts";
+import { encodeFrame } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { rssKiB, spawnBun, tempDir, waitFor, type Child } from "../helpers.ts";
 import { HELLO, rawConnect } from "./raw-client.ts";
 

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DedupeCache } from "../../mesh/dedupe-cache.ts";
-import { createPlainCodec, encodeFrame } from "../../mesh/frames.ts";
+import { encodeFrame } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import type { Envelope } from "../../mesh/envelope.ts";
 import { ErrorCode } from "../../mesh/errors.ts";
 import { newMessageId } from "../../mesh/ids.ts";

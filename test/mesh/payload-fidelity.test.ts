@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MsgpackExt, MsgpackTimestamp } from "../../mesh/msgpack-values.ts";
-import { createPlainCodec } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";

@@ -1,5 +1,6 @@
 /** A bare socket client for feeding a listener arbitrary bytes and reading back what it says. */
-import { createPlainCodec, encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 
 export interface RawClient {
   /** Frames received so far, decoded as plain msgpack. */

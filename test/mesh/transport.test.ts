@@ -201,14 +201,14 @@ for (const [kind, transport] of [["unix", unix], ["tcp", tcp]] as const) {
       dir[Symbol.dispose]();
     });
 
-    test("records are negotiated by default, plain msgpack when only it is offered, and both carry every shape", async () => {
+    test("hermes-envelope is negotiated by default, records or plain msgpack when only they are offered, and each carries every shape", async () => {
       const channels: RequestChannel<Connection>[] = [];
-      for (const codecs of [undefined, ["msgpack"]]) {
+      for (const codecs of [undefined, ["msgpackr-records", "msgpack"], ["msgpack"]]) {
         const connection = await transport.dial(address, { node: "client", token: "s3cret", ...(codecs && { codecs }) });
         connections.push(connection);
         channels.push(new RequestChannel(connection, "client"));
       }
-      expect(channels.map((c) => c.connection.codec)).toEqual(["msgpackr-records", "msgpack"]);
+      expect(channels.map((c) => c.connection.codec)).toEqual(["hermes-envelope", "msgpackr-records", "msgpack"]);
       for (const channel of channels) {
         // More shapes than msgpackr-records has ids (32), so ids are reused and redefined in turn.
         const replies = await Promise.all(

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode, encode as referenceEncode } from "@msgpack/msgpack";
-import { createCodec, createPlainCodec, createRecordsCodec, negotiateCodec, SUPPORTED_CODECS, encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { createCodec, createPlainCodec, createRecordsCodec, negotiateCodec, SUPPORTED_CODECS } from "../../mesh/codecs.ts";
 import { isValidEnvelope } from "../../mesh/envelope.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 
@@ -152,8 +153,9 @@ describe("negotiateCodec", () => {
     expect(negotiateCodec(["zstd-cbor"], ["zstd-cbor"])).toBe("msgpack");
   });
 
-  test("offers records first, msgpack always, and builds codecs by name", () => {
-    expect(SUPPORTED_CODECS).toEqual(["msgpackr-records", "msgpack"]);
+  test("offers hermes-envelope first, then records, msgpack always, and builds codecs by name", () => {
+    expect(SUPPORTED_CODECS).toEqual(["hermes-envelope", "msgpackr-records", "msgpack"]);
+    expect(createCodec("hermes-envelope").name).toBe("hermes-envelope");
     expect(createCodec("msgpackr-records").name).toBe("msgpackr-records");
     expect(createCodec("msgpack").name).toBe("msgpack");
     expect(createCodec("something-else").name).toBe("msgpack");

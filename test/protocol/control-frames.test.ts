@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { AckSchema, ControlFrameSchema, HelloSchema, isControlType, PingSchema, PongSchema, PROTOCOL_VERSION } from "../../mesh/handshake.ts";
-import { CodecName } from "../../mesh/frames.ts";
+import { CodecName } from "../../mesh/codecs.ts";
 
 const hello = { message_type: "hello" as const, protocol: 1, node: "worker", codecs: ["msgpack"], window: 1024 };
 
@@ -52,6 +52,6 @@ describe("ack, ping, pong", () => {
   });
 
   test("codec names", () => {
-    expect(CodecName).toEqual({ MSGPACK: "msgpack", MSGPACKR_RECORDS: "msgpackr-records" });
+    expect(CodecName).toEqual({ MSGPACK: "msgpack", MSGPACKR_RECORDS: "msgpackr-records", HERMES_ENVELOPE: "hermes-envelope" });
   });
 });

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { createPlainCodec, FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
+import { FrameDecoder, encodeFrame } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { isPlainMap, isValidEnvelope, parseEnvelope } from "../../mesh/envelope.ts";
 import { HermesError } from "../../mesh/errors.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createPlainCodec } from "../../mesh/frames.ts";
+import { createPlainCodec } from "../../mesh/codecs.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 
 describe("HermesError", () => {
