@@ -363,7 +363,7 @@ export function createEnvelopeCodec(): FrameCodec {
 
   return {
     name: CodecName.HERMES_ENVELOPE,
-    encode: (value) => ((body) => body.bytes.slice(body.start, body.end))(encodeRange(value)),
+    encode: (value) => ((body) => Uint8Array.prototype.slice.call(body.bytes, body.start, body.end))(encodeRange(value)),
     encodeRange,
     decode: envelopeReader(),
   };

@@ -2,7 +2,7 @@
  * Codec contenders: the two MessagePack codecs hermes speaks (mesh/frames.ts) and the
  * JSON baseline (JSON.stringify + TextEncoder, TextDecoder + JSON.parse).
  */
-import { createPlainCodec, createRecordsCodec } from "../../mesh/codecs.ts";
+import { createEnvelopeCodec, createPlainCodec, createRecordsCodec } from "../../mesh/codecs.ts";
 import type { CodecContender } from "./types.ts";
 
 /** Plain msgpack maps: what every implementation must speak. */
@@ -17,6 +17,19 @@ export const recordsMsgpack: CodecContender = {
   name: "msgpackr records",
   encoder: () => createRecordsCodec().encode,
   decoder: () => createRecordsCodec().decode,
+};
+
+/** hermes-envelope: the envelope's fields by hand, its payload in a records stream; sequential too. Encoded as a connection does (a view of the packer's buffer, as the others). */
+export const envelopeCodec: CodecContender = {
+  name: "hermes-envelope",
+  encoder: () => {
+    const codec = createEnvelopeCodec();
+    return (value) => {
+      const body = codec.encodeRange(value);
+      return body.bytes.subarray(body.start, body.end);
+    };
+  },
+  decoder: () => createEnvelopeCodec().decode,
 };
 
 /** The baseline every codec figure is compared with. */

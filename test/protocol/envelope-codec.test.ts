@@ -75,6 +75,14 @@ describe("hermes-envelope codec", () => {
     expect(forms).toEqual(new Set([0, 1]));
   });
 
+  test("encode() hands back a copy: the next frame, written where the last one was, leaves it as it was", () => {
+    const codec = createEnvelopeCodec();
+    const first = codec.encode({ ...createRequest("cli", { target_agent: "echo" }, { text: "one" }), seq: 1 });
+    const before = Buffer.from(first).toString("hex");
+    codec.encode({ ...createRequest("cli", { target_agent: "echo" }, { text: "two" }), seq: 2 });
+    expect(Buffer.from(first).toString("hex")).toBe(before);
+  });
+
   test("reads its payloads from the same records stream as msgpackr-records would", () => {
     // The payload bytes are exactly the records codec's for the payload alone.
     const payload = { text: "hi", n: 1 };
