@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import { Packr, RESERVE_START_SPACE, RESET_BUFFER_MODE, REUSE_BUFFER_MODE, Unpackr } from "msgpackr";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { isPlainMap, type Envelope } from "./envelope.ts";
-import { readExactly } from "./exact-reader.ts";
+import { mayHoldRecordTag, readExactly } from "./exact-reader.ts";
 import { describeValue, MAX_PAYLOAD_DEPTH } from "./frames.ts";
 import { integersAsInt64, mayHaveTextedKeys, setOwn, settleDecodedMaps, sliceText, type SlicingBuffer, unpackExact } from "./msgpack-values.ts";
 
@@ -115,20 +115,6 @@ export function createPlainCodec(): FrameCodec {
 }
 
 /**
- * True when the bytes may hold `d4 72` or `d5 72`: a fixext 1 or 2 of type 0x72, which msgpackr
- * reads as its record definition even with records off. Two scans in native code; valid UTF-8
- * never holds either pair, so a hit (the real thing, or bytes inside a bin or a number) is rare.
- */
-function mayHoldRecordTag(body: Uint8Array): boolean {
-  for (const header of [0xd4, 0xd5]) {
-    for (let at = body.indexOf(header); at !== -1 && at < body.length - 1; at = body.indexOf(header, at + 1)) {
-      if (body[at + 1] === 0x72) return true;
-    }
-  }
-  return false;
-}
-
-/**
  * msgpackr records in sequential mode: each new map shape is defined inline once, then sent
  * as a small record id. Both ends must see every frame in order, which a byte stream gives.
  * Only negotiated when both sides offer it (docs/protocol.md §2).
@@ -205,16 +191,15 @@ const ENVELOPE_FIELDS = [
   "message_id", "message_type", "trace_id", "source_agent", "target_agent", "topic", "capability", "reply_to",
   "correlation_id", "context_id", "priority", "timestamp", "ttl", "headers", "payload", "attempt", "seq",
 ] as const;
-const MESSAGE_TYPE_BIT = 1 << 1;
-const HEADERS_BIT = 1 << 13, PAYLOAD_BIT = 1 << 14;
+const MESSAGE_TYPE_BIT = 1 << 1, HEADERS_BIT = 1 << 13, PAYLOAD_BIT = 1 << 14;
+/** source_agent, target_agent, topic, capability, reply_to: names that repeat on a connection. */
+const NAME_FIELDS = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7);
 const ALL_FIELDS = (1 << ENVELOPE_FIELDS.length) - 1;
 /** message_type as a positive fixint: its index here. */
 const TYPE_CODES: readonly string[] = ["request", "response", "event", "error", "progress", "cancel"];
 
-/** An envelope's own fields take at most this many bytes: the packer keeps that much room in front of the payload. */
-const MAX_HEAD_BYTES = 255;
-/** Strings longer than this send the envelope in form 0 (their bytes could not fit the head). */
-const MAX_HEAD_STRING = 255;
+/** An envelope's own fields take at most this many bytes (the packer keeps that much room in front of the payload), and no string of them more than 255 characters. */
+const MAX_HEAD_BYTES = 255, MAX_HEAD_STRING = 255;
 
 /**
  * The hermes-envelope codec for one direction of one connection: a fast form for envelopes and
@@ -234,10 +219,7 @@ export function createEnvelopeCodec(): FrameCodec {
   /** The field set writeHead wrote last. */
   let headFields = 0;
 
-  /**
-   * Writes `value` at `at` as a msgpack str in the smallest header; -1 when it is not a string,
-   * when `at` is already -1 or the head is full, or when it is too long for the head.
-   */
+  /** Writes `value` at `at` as a msgpack str in the smallest header; -1 when it is not a string, too long, or `at` is -1 or past the head. */
   function writeString(value: unknown, at: number): number {
     if (typeof value !== "string" || at < 0 || at > MAX_HEAD_BYTES || value.length > MAX_HEAD_STRING) return -1;
     // Written where a fixstr's (or a str8's) text goes; text longer in UTF-8 than in characters moves up behind a bigger header.
@@ -387,6 +369,27 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
   const uint32 = (i: number): number => ((source![i]! << 24) | (source![i + 1]! << 16) | (source![i + 2]! << 8) | source![i + 3]!) >>> 0;
   const viewOf = (): DataView => (view ??= new DataView(source!.buffer, source!.byteOffset, source!.byteLength));
 
+  // The last string of each address field, and its length and bytes: the same few names come again and again on a
+  // connection, and comparing a few bytes costs less than a new string (bench/loopback.ts: 0.3 us a round trip).
+  const names: string[] = new Array(ENVELOPE_FIELDS.length).fill("");
+  const nameBytes = new Uint8Array(32 * ENVELOPE_FIELDS.length);
+
+  function readName(bit: number): unknown {
+    const token = at < stop ? source![at]! : 0;
+    const length = token - 0xa0;
+    if (length < 0 || length > 31 || at + 1 + length > stop) return readScalar();
+    const kept = bit * 32;
+    if (names[bit]!.length === length && nameBytes[kept + 31] === length) {
+      let i = 0;
+      while (i < length && nameBytes[kept + i] === source![at + 1 + i]) i++;
+      if (i === length) return (at += 1 + length), names[bit];
+    }
+    const value = readString(length, 1);
+    for (let i = 0; i < length; i++) nameBytes[kept + i] = source![at - length + i]!;
+    nameBytes[kept + 31] = length;
+    return (names[bit] = value);
+  }
+
   /** Room for `count` more bytes, or a throw: the body was cut short. */
   function need(count: number): void {
     if (at + count > stop) throw new Error("hermes-envelope body cut short");
@@ -441,8 +444,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     if (token < 0x80 || token > 0x8f) throw new Error("hermes-envelope headers: not a fixmap");
     const headers: Record<string, string> = {};
     for (let i = token & 0x0f; i > 0; i--) {
-      const key = readScalar();
-      const value = readScalar();
+      const key = readScalar(), value = readScalar();
       if (typeof key !== "string" || typeof value !== "string") throw new Error("hermes-envelope headers: a key or value is not a str");
       setOwn(headers, key, value);
     }
@@ -459,7 +461,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
       if ((fields & mask) === 0 || mask === PAYLOAD_BIT) continue;
       if (mask === HEADERS_BIT) values[bit] = readHeaders();
       else if (mask === MESSAGE_TYPE_BIT && at < stop && source![at]! < 0x80) values[bit] = messageTypeOf(source![at++]!);
-      else values[bit] = readScalar();
+      else values[bit] = mask & NAME_FIELDS ? readName(bit) : readScalar();
     }
     if (fields & PAYLOAD_BIT) values[14] = unpackExact(unpackr, bytes, at, end);
     else if (at !== end) throw new Error("hermes-envelope body: bytes after its last field");
@@ -487,19 +489,15 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
   }
 
   function readBody(bytes: Uint8Array, start: number, end: number): unknown {
-    switch (bytes[start]) {
-      case Form.RECORDS:
-        return unpackExact(unpackr, bytes, start + 1, end);
-      case Form.ENVELOPE:
-        return readEnvelope(bytes, end);
-      case Form.ACK: {
-        const seq = readScalar();
-        if (at !== end) throw new Error("hermes-envelope ack: bytes after its seq");
-        return { message_type: "ack", seq };
-      }
-    }
-    throw new Error(`hermes-envelope body of form ${bytes[start]}: forms are 0, 1 and 2`);
+    const form = bytes[start];
+    if (form === Form.RECORDS) return unpackExact(unpackr, bytes, start + 1, end);
+    if (form === Form.ENVELOPE) return readEnvelope(bytes, end);
+    if (form !== Form.ACK) throw new Error(`hermes-envelope body of form ${form}: forms are 0, 1 and 2`);
+    const seq = readScalar();
+    if (at !== end) throw new Error("hermes-envelope ack: bytes after its seq");
+    return { message_type: "ack", seq };
   }
+
   return (bytes, start = 0, end = bytes.length) => {
     if (bytes !== source) {
       source = bytes;

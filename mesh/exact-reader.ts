@@ -23,6 +23,24 @@ export function readExactly(bytes: Uint8Array, start = 0, end = bytes.length): u
   return value;
 }
 
+/**
+ * True when the bytes may hold `d4 72` or `d5 72`: a fixext 1 or 2 of type 0x72, which msgpackr
+ * reads as its record definition even with records off. Two scans in native code; valid UTF-8
+ * never holds either pair, so a hit (the real thing, or bytes inside a bin or a number) is rare.
+ * The plain codec reads such a body with readExactly.
+ *
+ * @example
+ * mayHoldRecordTag(Uint8Array.of(0x81, 0xa1, 0x76, 0xd4, 0x72, 0x00)); // true
+ */
+export function mayHoldRecordTag(body: Uint8Array): boolean {
+  for (const header of [0xd4, 0xd5]) {
+    for (let at = body.indexOf(header); at !== -1 && at < body.length - 1; at = body.indexOf(header, at + 1)) {
+      if (body[at + 1] === 0x72) return true;
+    }
+  }
+  return false;
+}
+
 /** Deeper than any payload may nest (the frame map, the payload map, 512 levels, a margin): refused outright. */
 const MAX_READ_DEPTH = 520;
 const text = new TextDecoder();

@@ -83,6 +83,13 @@ describe("hermes-envelope codec", () => {
     expect(Buffer.from(first).toString("hex")).toBe(before);
   });
 
+  test("address fields kept from the frame before are given back only for the same bytes", () => {
+    // Names of one length that differ in one byte, a name in and out of the cache, non-ASCII, empty, 31 bytes.
+    const names = ["echo", "echa", "echo", "", "é-x", "é-y", "x".repeat(31), "x".repeat(30) + "y", "echo", "échoé", "echo"];
+    const values = names.map((name, i) => ({ ...createRequest(name, { target_agent: names[(i + 3) % names.length]! }, {}), seq: i + 1 }));
+    expect(roundTrip(values)).toEqual(values);
+  });
+
   test("reads its payloads from the same records stream as msgpackr-records would", () => {
     // The payload bytes are exactly the records codec's for the payload alone.
     const payload = { text: "hi", n: 1 };
