@@ -331,7 +331,8 @@ export function createEnvelopeCodec(): FrameCodec {
   }
 
   function encodeRange(value: unknown): EncodedRange {
-    const length = typeof value === "object" && value !== null && !Array.isArray(value) ? writeHead(value as Record<string, unknown>) : -1;
+    // A plain object only: msgpackr writes a Date, an Error or a class with toJSON as what they are (form 0).
+    const length = typeof value === "object" && value !== null && value.constructor === Object ? writeHead(value as Record<string, unknown>) : -1;
     if (length < 0) {
       head[0] = Form.RECORDS;
       return packBehind(value, 1);
@@ -360,7 +361,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
   const unpackr = recordsUnpackr();
   const values: unknown[] = new Array(ENVELOPE_FIELDS.length).fill(undefined);
   let source: Uint8Array | undefined;
-  let text: SlicingBuffer = Buffer.alloc(0) as SlicingBuffer;
+  let text = EMPTY;
   let view: DataView | undefined; // made only for the rare float or int64 past 2^53
   let at = 0;
   let stop = 0;
@@ -371,8 +372,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
 
   // The last string of each address field, and its length and bytes: the same few names come again and again on a
   // connection, and comparing a few bytes costs less than a new string (bench/loopback.ts: 0.3 us a round trip).
-  const names: string[] = new Array(ENVELOPE_FIELDS.length).fill("");
-  const nameBytes = new Uint8Array(32 * ENVELOPE_FIELDS.length);
+  const names: string[] = new Array(ENVELOPE_FIELDS.length).fill(""), nameBytes = new Uint8Array(32 * ENVELOPE_FIELDS.length);
 
   function readName(bit: number): unknown {
     const token = at < stop ? source![at]! : 0;
@@ -386,8 +386,13 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     }
     const value = readString(length, 1);
     for (let i = 0; i < length; i++) nameBytes[kept + i] = source![at - length + i]!;
-    nameBytes[kept + 31] = length;
-    return (names[bit] = value);
+    return (nameBytes[kept + 31] = length), (names[bit] = value);
+  }
+
+  /** `end`, when a records value lies before it: msgpackr would read on past an empty one. */
+  function needValue(end: number): number {
+    if (at >= end) throw new Error("hermes-envelope body: its records value is missing");
+    return end;
   }
 
   /** Room for `count` more bytes, or a throw: the body was cut short. */
@@ -396,17 +401,13 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
   }
 
   function readString(length: number, headerBytes: number): string {
-    at += headerBytes;
-    need(length);
-    const value = sliceText(text, at, at + length);
-    at += length;
-    return value;
+    need(headerBytes + length);
+    return sliceText(text, (at += headerBytes), (at += length));
   }
 
   function readUint64(signed: boolean): number | bigint {
     need(8);
-    const high = signed ? uint32(at) | 0 : uint32(at);
-    const value = high * 0x100000000 + uint32(at + 4);
+    const value = (signed ? uint32(at) | 0 : uint32(at)) * 0x100000000 + uint32(at + 4);
     const exact = Number.isSafeInteger(value) ? value : signed ? viewOf().getBigInt64(at) : viewOf().getBigUint64(at);
     at += 8;
     return exact;
@@ -463,7 +464,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
       else if (mask === MESSAGE_TYPE_BIT && at < stop && source![at]! < 0x80) values[bit] = messageTypeOf(source![at++]!);
       else values[bit] = mask & NAME_FIELDS ? readName(bit) : readScalar();
     }
-    if (fields & PAYLOAD_BIT) values[14] = unpackExact(unpackr, bytes, at, end);
+    if (fields & PAYLOAD_BIT) values[14] = unpackExact(unpackr, bytes, at, needValue(end));
     else if (at !== end) throw new Error("hermes-envelope body: bytes after its last field");
     // Plain assignments in the table's order: one object shape per field set, as build() makes it.
     const env: Record<string, unknown> = {};
@@ -490,7 +491,7 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
 
   function readBody(bytes: Uint8Array, start: number, end: number): unknown {
     const form = bytes[start];
-    if (form === Form.RECORDS) return unpackExact(unpackr, bytes, start + 1, end);
+    if (form === Form.RECORDS) return unpackExact(unpackr, bytes, start + 1, needValue(end));
     if (form === Form.ENVELOPE) return readEnvelope(bytes, end);
     if (form !== Form.ACK) throw new Error(`hermes-envelope body of form ${form}: forms are 0, 1 and 2`);
     const seq = readScalar();
@@ -510,13 +511,14 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     try {
       return readBody(bytes, start, end);
     } finally {
-      if (bytes.byteLength > KEPT_SOURCE_BYTES) source = undefined; // a big frame's own buffer is not kept
+      if (bytes.byteLength > KEPT_SOURCE_BYTES) (source = view = undefined), (text = EMPTY); // a big frame's own buffer is not kept
     }
   };
 }
 
 
 const KEPT_SOURCE_BYTES = 1024 * 1024;
+const EMPTY = Buffer.alloc(0) as SlicingBuffer;
 
 function messageTypeOf(code: number): string {
   const type = TYPE_CODES[code];

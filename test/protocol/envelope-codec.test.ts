@@ -114,8 +114,26 @@ describe("hermes-envelope codec", () => {
       [1, 2, 0, 0xc0], // a byte after the last field of a body without payload
       [2, 1, 0], // a byte after an ack's seq
       [2, 0xdb, 0xff, 0xff, 0xff, 0xff], // a str32 claiming 4 GiB
+      [0], // form 0 without its records value
+      [1, 0xcd, 0x40, 2, 0], // the payload bit without a payload
     ];
     for (const bytes of malformed) expect(() => createEnvelopeCodec().decode(Uint8Array.from(bytes))).toThrow();
+  });
+
+  test("an empty records value is refused from the body alone, whatever bytes follow it in the buffer", () => {
+    // The byte after the body would read as a whole value (a positive fixint) if the decoder went on past the end.
+    for (const body of [[0], [1, 0xcd, 0x40, 2, 0]]) {
+      const buffer = Uint8Array.from([...body, 0x05]);
+      expect(() => createEnvelopeCodec().decode(buffer, 0, body.length)).toThrow("records value is missing");
+    }
+  });
+
+  test("a class instance, a Date or an Error goes whole through the records stream (form 0), as msgpackr writes them", () => {
+    class Note { message_type = "event"; payload = {}; }
+    const codec = createEnvelopeCodec();
+    for (const value of [new Note(), Object.assign(new Date(0), { message_type: "event" }), Object.assign(new Error("x"), { message_type: "event" })]) {
+      expect(codec.encode(value)[0]).toBe(0);
+    }
   });
 
   test("a body it cannot read is fatal for the connection (the records stream is lost with it)", () => {
