@@ -1,6 +1,6 @@
 import { createEvent, type Payload } from "./envelope.ts";
 import { CONTROL_ACK_DELAY_MS, ControlOp, controlSocketPath, SUPERVISOR_ADDRESS } from "./control-protocol.ts";
-import { type CapabilityInfo, type RegistryEntry, parseRegistryUpdate, type Registry } from "./registry.ts";
+import { type CapabilityInfo, type RegistryEntry, parseRegistryUpdate, type Registry, type RegistryUpdate } from "./registry.ts";
 import { RequestChannel } from "./requests.ts";
 import { dial } from "./socket-transport.ts";
 import type { Connection } from "./connection.ts";
@@ -60,6 +60,13 @@ async function takePredialed(dir: string, token: string | undefined): Promise<Co
 export class ControlClient {
   readonly channel: RequestChannel;
   #options: ControlClientOptions;
+  /**
+   * Registry updates that came while a register or join was answered, kept for after its
+   * snapshot: an update sent after the answer can be read (in the same chunk) before the answer's
+   * await resumes, and the snapshot, older, would undo it. Those sent before the answer are in
+   * the snapshot already and replay to the same state.
+   */
+  #heldUpdates: RegistryUpdate[] | undefined;
 
   private constructor(channel: RequestChannel, options: ControlClientOptions) {
     this.channel = channel;
@@ -67,8 +74,9 @@ export class ControlClient {
     channel.onEvent = (event) => {
       if (event.payload.op !== ControlOp.REGISTRY) return;
       const { updates, update } = event.payload;
-      for (const one of Array.isArray(updates) ? updates : [update]) options.registry.applyUpdate(parseRegistryUpdate(one));
-      options.onUpdate?.(options.registry);
+      const parsed = (Array.isArray(updates) ? updates : [update]).map(parseRegistryUpdate);
+      if (this.#heldUpdates) this.#heldUpdates.push(...parsed);
+      else this.#apply(parsed);
     };
   }
 
@@ -103,15 +111,13 @@ export class ControlClient {
   ): Promise<{ heartbeatMs: number }> {
     // An external actor (outside the tree) proves itself with the mesh token of this connection, not a secret.
     const how = external ? { external: true, ...(external.socket && { socket: external.socket }), ...(external.graceMs !== undefined && { grace_ms: external.graceMs }) } : { secret };
-    const reply = await this.#call({ op: ControlOp.REGISTER, address: this.#options.address, ...how, pid: process.pid, ...declared });
-    this.#applySnapshot(reply.entries as RegistryEntry[]);
+    const reply = await this.#snapshotCall({ op: ControlOp.REGISTER, address: this.#options.address, ...how, pid: process.pid, ...declared });
     return { heartbeatMs: Number(reply.heartbeat_ms) || 1000 };
   }
 
   /** A program outside the tree joins (optionally listening on `socket` for what it subscribes to). */
   async join(socket: string | undefined, subscriptions: readonly string[]): Promise<void> {
-    const reply = await this.#call({ op: ControlOp.JOIN, address: this.#options.address, ...(socket && { socket }), subscriptions });
-    this.#applySnapshot(reply.entries as RegistryEntry[]);
+    await this.#snapshotCall({ op: ControlOp.JOIN, address: this.#options.address, ...(socket && { socket }), subscriptions });
   }
 
   /** Replaces this member's topic subscriptions. */
@@ -162,8 +168,23 @@ export class ControlClient {
     return (await this.channel.request({ target_agent: SUPERVISOR_ADDRESS }, payload, { timeoutMs: CONTROL_TIMEOUT_MS })).payload;
   }
 
-  #applySnapshot(entries: RegistryEntry[]): void {
-    this.#options.registry.applyUpdate({ type: "snapshot", entries });
+  /** A call answered with the registry: its snapshot, then every update that came meanwhile, in order. */
+  async #snapshotCall(payload: Payload): Promise<Payload> {
+    const held: RegistryUpdate[] = (this.#heldUpdates = []);
+    try {
+      const reply = await this.#call(payload);
+      this.#apply([{ type: "snapshot", entries: reply.entries as RegistryEntry[] }, ...held]);
+      return reply;
+    } catch (error) {
+      if (held.length > 0) this.#apply(held);
+      throw error;
+    } finally {
+      this.#heldUpdates = undefined;
+    }
+  }
+
+  #apply(updates: RegistryUpdate[]): void {
+    for (const update of updates) this.#options.registry.applyUpdate(update);
     this.#options.onUpdate?.(this.#options.registry);
   }
 }

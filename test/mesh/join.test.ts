@@ -210,6 +210,18 @@ describe("registry updates held back (ControlServer.holdUpdates, as while a tree
     clearInterval(stream);
   }, 20_000);
 
+  test("a change sent right behind a join's answer, in the same write, is not undone by the answer's older snapshot", async () => {
+    const plane = await controlPlane();
+    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
+    // As the joiner's own entry goes in (its join being answered), "a" changes: the news follows the answer in the same turn's write.
+    const stop = plane.registry.onUpdate((u) => {
+      if (u.type === "upsert" && u.entry.address === "late") queueMicrotask(() => plane.registry.patch("a", { queueDepth: 7 }));
+    });
+    cleanups.push(stop);
+    const late = await watcher(plane.dir, "late");
+    await waitFor(() => late.member.registry.byAddress("a")?.queueDepth === 7, "the change made as the join was answered", 3000);
+  }, 20_000);
+
   test("the end of the hold sends what waits at once; a member that joined meanwhile gets only what came after its join", async () => {
     const plane = await controlPlane();
     const early = await watcher(plane.dir, "early");
