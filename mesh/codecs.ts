@@ -2,16 +2,14 @@
  * Frame body codecs (docs/protocol.md §2): plain MessagePack maps, which every member speaks;
  * msgpackr records, whose map shapes are sent once per connection; and hermes-envelope, whose
  * envelopes and acks are written field by field and whose payloads ride the records stream.
- * Each connection direction has its own codec instance (the two fast ones are stateful), and
- * `decodeFrameBody` is where a received body becomes a map or a coded refusal.
+ * Each connection direction has its own codec instance (the two fast ones are stateful);
+ * `decodeFrameBody` (frames.ts) is where a received body becomes a map or a coded refusal.
  */
 import { Buffer } from "node:buffer";
 import { Packr, RESERVE_START_SPACE, RESET_BUFFER_MODE, REUSE_BUFFER_MODE, Unpackr } from "msgpackr";
-import { ErrorCode, HermesError } from "./errors.ts";
-import { isPlainMap, type Envelope } from "./envelope.ts";
+import type { Envelope } from "./envelope.ts";
 import { mayHoldRecordTag, readExactly } from "./exact-reader.ts";
-import { describeValue, MAX_PAYLOAD_DEPTH } from "./frames.ts";
-import { integersAsInt64, mayHaveTextedKeys, setOwn, settleDecodedMaps, sliceText, type SlicingBuffer, unpackExact } from "./msgpack-values.ts";
+import { integersAsInt64, MAX_PAYLOAD_DEPTH, mayHaveTextedKeys, setOwn, settleDecodedMaps, sliceText, type SlicingBuffer, unpackExact } from "./msgpack-values.ts";
 
 /**
  * Codec names. `msgpack` (plain maps) is mandatory; `hermes-envelope`, then `msgpackr-records`,
@@ -524,36 +522,4 @@ function messageTypeOf(code: number): string {
   const type = TYPE_CODES[code];
   if (type === undefined) throw new Error(`hermes-envelope message_type code ${code}: codes are 0 to ${TYPE_CODES.length - 1}`);
   return type;
-}
-
-/** A decoded frame body: the map, or why it is refused and whether the stream can go on. */
-export type FrameBody = { map: Record<string, any> } | { error: HermesError; fatal: boolean };
-
-/**
- * Decodes one frame body and checks it is a map (docs/protocol.md §1). Undecodable bytes are
- * fatal on a records stream, whose structure table is lost with them; on plain msgpack the
- * framing still holds and the connection goes on.
- */
-export function decodeFrameBody(codec: FrameCodec, buffer: Uint8Array, start: number, end: number, handshaking: boolean): FrameBody {
-  let value: unknown;
-  try {
-    value = codec.decode(buffer, start, end);
-  } catch (error) {
-    // A recursive decoder runs out of stack on values nested thousands deep.
-    const tooDeep = error instanceof RangeError;
-    return {
-      error: new HermesError(ErrorCode.INVALID_REQUEST, tooDeep ? "frame body nests too deep to decode" : "frame body is not valid MessagePack", {
-        reason: error instanceof Error ? error.message : String(error),
-        expected: tooDeep ? `a MessagePack map whose payload nests at most ${MAX_PAYLOAD_DEPTH} levels` : "a MessagePack map",
-      }),
-      fatal: codec.name !== CodecName.MSGPACK,
-    };
-  }
-  if (!isPlainMap(value)) {
-    return {
-      error: new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", { reason: `got ${describeValue(value)}`, expected: "a MessagePack map" }),
-      fatal: handshaking,
-    };
-  }
-  return { map: value };
 }

@@ -1,6 +1,6 @@
 import { type Envelope, createFrameError, isValidEnvelope, ControlType, MessageType } from "./envelope.ts";
-import { checkPayload, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
-import { createCodec, type EncodedRange, type FrameCodec, CodecName, decodeFrameBody } from "./codecs.ts";
+import { checkPayload, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decodeFrameBody, envelopeRejection, invalidFrame, windowExceeded } from "./frames.ts";
+import { createCodec, type EncodedRange, type FrameCodec, CodecName } from "./codecs.ts";
 import { PROTOCOL_ACK_DELAY_MS, PROTOCOL_VERSION, type ConnectionOptions, type Hello, type ResolvedConnectionOptions, acceptHello, resolveConnectionOptions } from "./handshake.ts";
 import { ErrorCode, HermesError } from "./errors.ts";
 import { AckEmitter, CreditWaiters, SendWindow, WriteQueue, type WritableSocket } from "./flow-control.ts";

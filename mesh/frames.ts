@@ -1,20 +1,19 @@
 /**
  * Frames (docs/protocol.md §1): the length prefix, the reader that splits a byte stream into
- * bodies without trusting a claimed length, and the bounds every payload is held to. How a
- * body is encoded is mesh/codecs.ts.
+ * bodies without trusting a claimed length, the check that a decoded body is a map, and the
+ * bounds every payload is held to. How a body is encoded is mesh/codecs.ts.
  */
 import { C1 } from "msgpackr";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { parseEnvelope } from "./envelope.ts";
-import { MsgpackExt, MsgpackTimestamp, UnreadableValue } from "./msgpack-values.ts";
+import { isPlainMap, parseEnvelope } from "./envelope.ts";
+import { MAX_PAYLOAD_DEPTH, MsgpackExt, MsgpackTimestamp, UnreadableValue } from "./msgpack-values.ts";
+import { CodecName, type FrameCodec } from "./codecs.ts";
 
 /**
  * Bounds on what a payload may be: how deep it nests (checked on every send and receive) and
  * about how much memory it holds (for the byte budgets of remembered answers and links).
  */
 
-/** How deep a payload may nest maps and arrays: the payload map itself is level 1 (docs/protocol.md section 9). */
-export const MAX_PAYLOAD_DEPTH = 512;
 
 /**
  * Refuses a payload that nests maps and arrays deeper than `limit` levels (or refers to
@@ -352,4 +351,36 @@ export function envelopeRejection(value: unknown): HermesError {
 /** Code 6 for a peer that sent more unacknowledged envelopes than this side's window allows. */
 export function windowExceeded(used: number, limit: number): HermesError {
   return new HermesError(ErrorCode.RESOURCE_EXHAUSTED, "peer exceeded the credit window", { resource: "window", used, limit });
+}
+
+/** A decoded frame body: the map, or why it is refused and whether the stream can go on. */
+export type FrameBody = { map: Record<string, any> } | { error: HermesError; fatal: boolean };
+
+/**
+ * Decodes one frame body and checks it is a map (docs/protocol.md §1). Undecodable bytes are
+ * fatal on a records stream, whose structure table is lost with them; on plain msgpack the
+ * framing still holds and the connection goes on.
+ */
+export function decodeFrameBody(codec: FrameCodec, buffer: Uint8Array, start: number, end: number, handshaking: boolean): FrameBody {
+  let value: unknown;
+  try {
+    value = codec.decode(buffer, start, end);
+  } catch (error) {
+    // A recursive decoder runs out of stack on values nested thousands deep.
+    const tooDeep = error instanceof RangeError;
+    return {
+      error: new HermesError(ErrorCode.INVALID_REQUEST, tooDeep ? "frame body nests too deep to decode" : "frame body is not valid MessagePack", {
+        reason: error instanceof Error ? error.message : String(error),
+        expected: tooDeep ? `a MessagePack map whose payload nests at most ${MAX_PAYLOAD_DEPTH} levels` : "a MessagePack map",
+      }),
+      fatal: codec.name !== CodecName.MSGPACK,
+    };
+  }
+  if (!isPlainMap(value)) {
+    return {
+      error: new HermesError(ErrorCode.INVALID_REQUEST, "frame body must be a map", { reason: `got ${describeValue(value)}`, expected: "a MessagePack map" }),
+      fatal: handshaking,
+    };
+  }
+  return { map: value };
 }

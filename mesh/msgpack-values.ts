@@ -20,6 +20,9 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { addExtension, Unpackr } from "msgpackr";
 
+/** How deep a payload may nest maps and arrays: the payload map itself is level 1 (docs/protocol.md section 9). */
+export const MAX_PAYLOAD_DEPTH = 512;
+
 const NANOS_PER_SECOND = 1_000_000_000;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

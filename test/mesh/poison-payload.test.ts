@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
-import { MAX_PAYLOAD_DEPTH } from "../../mesh/frames.ts";
+import { MAX_PAYLOAD_DEPTH } from "../../mesh/msgpack-values.ts";
 import { newMessageId } from "../../mesh/ids.ts";
 import { waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";

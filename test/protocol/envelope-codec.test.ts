@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { createEnvelopeCodec, createRecordsCodec, decodeFrameBody } from "../../mesh/codecs.ts";
-import { encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
+import { createEnvelopeCodec, createRecordsCodec } from "../../mesh/codecs.ts";
+import { decodeFrameBody, encodeFrame, FrameDecoder } from "../../mesh/frames.ts";
 import { createReply, createRequest } from "../../mesh/envelope.ts";
 import { seededRandom, type SeededRandom } from "../conformance/seeded-random.ts";
 
@@ -87,6 +87,14 @@ describe("hermes-envelope codec", () => {
     // Names of one length that differ in one byte, a name in and out of the cache, non-ASCII, empty, 31 bytes.
     const names = ["echo", "echa", "echo", "", "é-x", "é-y", "x".repeat(31), "x".repeat(30) + "y", "echo", "échoé", "echo"];
     const values = names.map((name, i) => ({ ...createRequest(name, { target_agent: names[(i + 3) % names.length]! }, {}), seq: i + 1 }));
+    expect(roundTrip(values)).toEqual(values);
+  });
+
+  test("ids equal to one another, or a byte apart, round-trip exactly", () => {
+    const x = "01JGFJJZ000000000000000001", y = "01JGFJJZ000000000000000002", z = "01JGFJJZ00000000000000000Z";
+    const frame = (message_id: string, trace_id: string, correlation_id: string, seq: number) =>
+      ({ message_id, message_type: "response", trace_id, source_agent: "echo", target_agent: "cli", correlation_id, timestamp: 1, ttl: 1, payload: {}, seq });
+    const values = [frame(x, x, x, 1), frame(x, y, x, 2), frame(x, y, y, 3), frame(x, y, z, 4), frame(y, x, "", 5), frame("a", "a", "b", 6), frame("", "", "", 7), frame(z, "é".repeat(13), "é".repeat(13), 8)];
     expect(roundTrip(values)).toEqual(values);
   });
 

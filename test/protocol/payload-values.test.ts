@@ -7,8 +7,8 @@
 import { describe, expect, test } from "bun:test";
 import { decode as referenceDecode, encode as referenceEncode } from "@msgpack/msgpack";
 import { Packr, Unpackr } from "msgpackr";
-import { checkPayload } from "../../mesh/frames.ts";
-import { createPlainCodec, createRecordsCodec, decodeFrameBody } from "../../mesh/codecs.ts";
+import { checkPayload, decodeFrameBody } from "../../mesh/frames.ts";
+import { createPlainCodec, createRecordsCodec } from "../../mesh/codecs.ts";
 import { MsgpackExt, MsgpackTimestamp, readStringAt, useOwnStringReader } from "../../mesh/msgpack-values.ts";
 import { readExactly } from "../../mesh/exact-reader.ts";
 import { HermesError } from "../../mesh/errors.ts";
