@@ -209,11 +209,14 @@ function readStringIn(bytes: SlicingBuffer, start: number, end: number): string 
 }
 
 /**
- * The UTF-8 text of `bytes[at..stop)`: latin1Slice when it is all ASCII (the common case, and
- * the cheaper call), else utf8Slice, which reads invalid bytes as U+FFFD as msgpackr does.
+ * The UTF-8 text of `bytes[at..stop)`: for a short text, latin1Slice when it is all ASCII (the
+ * common case, and the cheaper call); else utf8Slice, which reads invalid bytes as U+FFFD as
+ * msgpackr does.
  * @internal: for the envelope codec (mesh/codecs.ts).
  */
 export function sliceText(bytes: SlicingBuffer, at: number, stop: number): string {
+  // Past 32 bytes utf8Slice's own check is quicker than this loop (120 ASCII bytes: 63 ns against 87; 12: 38 against 32).
+  if (stop - at > 32) return bytes.utf8Slice(at, stop);
   for (let i = at; i < stop; i++) if (bytes[i]! > 0x7f) return bytes.utf8Slice(at, stop);
   return bytes.latin1Slice(at, stop);
 }

@@ -350,6 +350,9 @@ describe("the string reader msgpackr is given", () => {
   test("invalid UTF-8 reads as U+FFFD, as TextDecoder and msgpackr's own reader make it", () => {
     const body = Uint8Array.of(0xa4, 0x61, 0xff, 0xc3, 0x62);
     expect(readStringAt(0, body.length, body.buffer)).toBe(new TextDecoder().decode(body.subarray(1)));
+    // A long one too (past 32 bytes utf8Slice reads it without the ASCII scan first).
+    const long = Uint8Array.of(0xd9, 40, ...new Array(38).fill(0x61), 0xff, 0xc3);
+    expect(readStringAt(0, long.length, long.buffer)).toBe(new TextDecoder().decode(long.subarray(2)));
   });
 
   test("what it does not read, it refuses, and msgpackr reads that itself", () => {
