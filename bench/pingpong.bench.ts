@@ -143,6 +143,12 @@ export async function runPingpong(options: ScenarioOptions): Promise<ScenarioRes
         });
       }
     }
+    // CPU per round trip is the rounds' CPU over their round trips: it goes with the mean, which the rounds' cold starts pull up.
+    const means = runs.filter((r) => r.placement === placement && r.cpu.trips > 0 && (HERMES_PEERS.includes(r.peer) || r === baseRun));
+    if (means.length > 0) {
+      const shown = means.map((r) => `${r.peer.name} ${summaries.get(r)!.mean.toFixed(1)} us (p50 ${summaries.get(r)!.p50.toFixed(1)})`).join(", ");
+      notes.push(`pingpong (${placement.name}): CPU per round trip is per mean round trip: ${shown}; each round starts with processes that sat idle while the others ran`);
+    }
     if (peers.length > 2 && peers.includes(hermesRequest)) {
       const hermes = of(hermesRequest);
       const others = peers.filter((p) => p !== hermesRequest).map((p) => ({ name: p.name, value: of(p).p50 }));
