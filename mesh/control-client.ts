@@ -62,11 +62,11 @@ export class ControlClient {
   #options: ControlClientOptions;
   /**
    * Registry updates that came while a register or join was answered, kept for after its
-   * snapshot: an update sent after the answer can be read (in the same chunk) before the answer's
-   * await resumes, and the snapshot, older, would undo it. Those sent before the answer are in
-   * the snapshot already and replay to the same state.
+   * snapshot, one list per such call out: an update sent after the answer can be read (in the
+   * same chunk) before the answer's await resumes, and the snapshot, older, would undo it. Those
+   * sent before the answer are in the snapshot already and replay to the same state.
    */
-  #heldUpdates: RegistryUpdate[] | undefined;
+  #holds: RegistryUpdate[][] = [];
 
   private constructor(channel: RequestChannel, options: ControlClientOptions) {
     this.channel = channel;
@@ -75,8 +75,8 @@ export class ControlClient {
       if (event.payload.op !== ControlOp.REGISTRY) return;
       const { updates, update } = event.payload;
       const parsed = (Array.isArray(updates) ? updates : [update]).map(parseRegistryUpdate);
-      if (this.#heldUpdates) this.#heldUpdates.push(...parsed);
-      else this.#apply(parsed);
+      if (this.#holds.length === 0) this.#apply(parsed);
+      else for (const held of this.#holds) held.push(...parsed);
     };
   }
 
@@ -170,17 +170,19 @@ export class ControlClient {
 
   /** A call answered with the registry: its snapshot, then every update that came meanwhile, in order. */
   async #snapshotCall(payload: Payload): Promise<Payload> {
-    const held: RegistryUpdate[] = (this.#heldUpdates = []);
+    const held: RegistryUpdate[] = [];
+    this.#holds.push(held);
+    let reply: Payload;
     try {
-      const reply = await this.#call(payload);
-      this.#apply([{ type: "snapshot", entries: reply.entries as RegistryEntry[] }, ...held]);
-      return reply;
+      reply = await this.#call(payload);
     } catch (error) {
-      if (held.length > 0) this.#apply(held);
+      this.#holds.splice(this.#holds.indexOf(held), 1);
+      if (held.length > 0) this.#apply(held); // no snapshot came: what was held goes on as it would have
       throw error;
-    } finally {
-      this.#heldUpdates = undefined;
     }
+    this.#holds.splice(this.#holds.indexOf(held), 1);
+    this.#apply([{ type: "snapshot", entries: reply.entries as RegistryEntry[] }, ...held]);
+    return reply;
   }
 
   #apply(updates: RegistryUpdate[]): void {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { connectMesh } from "../../src/actor/connect-mesh.ts";
 import { clientSocketPath, CONTROL_ACK_DELAY_MS } from "../../mesh/control-protocol.ts";
 import type { Connection } from "../../mesh/connection.ts";
-import { predialControl } from "../../mesh/control-client.ts";
+import { ControlClient, predialControl } from "../../mesh/control-client.ts";
 import { ControlServer } from "../../mesh/control-server.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
 import { joinMesh, type MeshMember } from "../../mesh/join.ts";
@@ -220,6 +220,23 @@ describe("registry updates held back (ControlServer.holdUpdates, as while a tree
     cleanups.push(stop);
     const late = await watcher(plane.dir, "late");
     await waitFor(() => late.member.registry.byAddress("a")?.queueDepth === 7, "the change made as the join was answered", 3000);
+  }, 20_000);
+
+  test("with a second register or join out that fails meanwhile, the first's answer still keeps what came behind it", async () => {
+    const plane = await controlPlane();
+    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
+    const stop = plane.registry.onUpdate((u) => {
+      if (u.type === "upsert" && u.entry.address === "late") queueMicrotask(() => plane.registry.patch("a", { queueDepth: 7 }));
+    });
+    cleanups.push(stop);
+    const registry = new Registry();
+    const control = await ControlClient.connect({ dir: plane.dir, address: "late", registry });
+    cleanups.push(() => control.close());
+    const joined = control.join(undefined, []);
+    // Refused here before it is sent (a BigInt past 64 bits cannot be encoded): it settles before the join's answer.
+    await expect(control.register(undefined, { capabilities: [], subscriptions: [], capability_info: { x: { description: String(1n << 70n) } }, extra: 1n << 70n } as never)).rejects.toThrow();
+    await joined;
+    await waitFor(() => registry.byAddress("a")?.queueDepth === 7, "the change made as the join was answered", 3000);
   }, 20_000);
 
   test("the end of the hold sends what waits at once; a member that joined meanwhile gets only what came after its join", async () => {
