@@ -210,25 +210,25 @@ describe("registry updates held back (ControlServer.holdUpdates, as while a tree
     clearInterval(stream);
   }, 20_000);
 
-  test("a change sent right behind a join's answer, in the same write, is not undone by the answer's older snapshot", async () => {
+  /** A control plane where "a" changes (queueDepth 7) right behind the answer to the join of "late". */
+  async function planeChangingBehindJoin() {
     const plane = await controlPlane();
     plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
     // As the joiner's own entry goes in (its join being answered), "a" changes: the news follows the answer in the same turn's write.
-    const stop = plane.registry.onUpdate((u) => {
+    cleanups.push(plane.registry.onUpdate((u) => {
       if (u.type === "upsert" && u.entry.address === "late") queueMicrotask(() => plane.registry.patch("a", { queueDepth: 7 }));
-    });
-    cleanups.push(stop);
+    }));
+    return plane;
+  }
+
+  test("a change sent right behind a join's answer, in the same write, is not undone by the answer's older snapshot", async () => {
+    const plane = await planeChangingBehindJoin();
     const late = await watcher(plane.dir, "late");
     await waitFor(() => late.member.registry.byAddress("a")?.queueDepth === 7, "the change made as the join was answered", 3000);
   }, 20_000);
 
   test("with a second register or join out that fails meanwhile, the first's answer still keeps what came behind it", async () => {
-    const plane = await controlPlane();
-    plane.registry.upsert(actorEntry(plane.dir, "a", "starting"));
-    const stop = plane.registry.onUpdate((u) => {
-      if (u.type === "upsert" && u.entry.address === "late") queueMicrotask(() => plane.registry.patch("a", { queueDepth: 7 }));
-    });
-    cleanups.push(stop);
+    const plane = await planeChangingBehindJoin();
     const registry = new Registry();
     const control = await ControlClient.connect({ dir: plane.dir, address: "late", registry });
     cleanups.push(() => control.close());
