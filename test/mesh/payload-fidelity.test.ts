@@ -97,7 +97,7 @@ supervisor:
     expectPythonSummary(await python("echo"), "python -> echo");
   });
 
-  test.skipIf(!PYTHON)("the same from Python to an actor that asks echo (actor to actor on msgpackr records)", async () => {
+  test.skipIf(!PYTHON)("the same from Python to an actor that asks echo (actor to actor on hermes-envelope, payloads as msgpackr records)", async () => {
     expectPythonSummary(await python("forwarder"), "python -> forwarder -> echo");
   });
 
@@ -105,7 +105,7 @@ supervisor:
     expectPythonSummary(await python("deno-echo"), "python -> echo on deno");
   });
 
-  test("a Bun client on msgpackr records gets every suite value back equal, from echo, through the forwarder and from echo on Deno", async () => {
+  test("a Bun client on hermes-envelope (payloads as msgpackr records) gets every suite value back equal, from echo, through the forwarder and from echo on Deno", async () => {
     const client = await t.client();
     const plain = createPlainCodec();
     for (const target of ["echo", "forwarder", "deno-echo"]) {
@@ -114,7 +114,7 @@ supervisor:
         return (await client.request(target, { v }, { timeoutMs: 10_000 })).payload.v;
       }));
       const equal = answers.filter((v, i) => Bun.deepEquals(v, encodings[i]!.expected, true)).length;
-      console.log(`bun client (records) -> ${target}: ${equal} of ${encodings.length} equal`);
+      console.log(`bun client (hermes-envelope) -> ${target}: ${equal} of ${encodings.length} equal`);
       expect(answers).toEqual(encodings.map((e) => e.expected));
       expect(equal).toBe(233);
     }
