@@ -344,7 +344,10 @@ export function createEnvelopeCodec(): FrameCodec {
 
   return {
     name: CodecName.HERMES_ENVELOPE,
-    encode: (value) => ((body) => Uint8Array.prototype.slice.call(body.bytes, body.start, body.end))(encodeRange(value)),
+    encode(value) {
+      const body = encodeRange(value);
+      return Uint8Array.prototype.slice.call(body.bytes, body.start, body.end); // a copy: a Buffer's own slice is a view
+    },
     encodeRange,
     decode: envelopeReader(),
   };

@@ -176,11 +176,11 @@ export class ControlClient {
     try {
       reply = await this.#call(payload);
     } catch (error) {
-      this.#holds.splice(this.#holds.indexOf(held), 1);
       if (held.length > 0) this.#apply(held); // no snapshot came: what was held goes on as it would have
       throw error;
+    } finally {
+      this.#holds.splice(this.#holds.indexOf(held), 1);
     }
-    this.#holds.splice(this.#holds.indexOf(held), 1);
     this.#apply([{ type: "snapshot", entries: reply.entries as RegistryEntry[] }, ...held]);
     return reply;
   }

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { z } from "zod";
 import { ErrorCode, HermesError } from "./errors.ts";
-import { newMessageId } from "./ids.ts";
+import { isUlid, newMessageId, ULID_PATTERN } from "./ids.ts";
 
 /**
  * Envelope and control frame type names (docs/protocol.md §3 and §5), and the numeric
@@ -128,7 +128,7 @@ const payloadSchema = (z: Zod) => z.record(z.string(), z.unknown());
 
 /** See {@link EnvelopeSchema}. Built on first use: an actor checks envelopes with {@link isValidEnvelope}. */
 const envelopeSchema = withZod((z) => {
-  const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/i, "must be a ULID (26 Crockford base32 characters)");
+  const ulid = z.string().regex(ULID_PATTERN, "must be a ULID (26 Crockford base32 characters)");
   const address = z.string().min(1);
   const int = z.number().int();
   return z
@@ -189,7 +189,6 @@ export type Envelope = z.infer<typeof EnvelopeSchema>;
 export type Payload = Record<string, unknown>;
 
 const TYPES = new Set(["request", "response", "event", "error", "progress", "cancel"]);
-const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 
 /**
  * The hot-path check: the same rules as {@link EnvelopeSchema}, written out so that a
@@ -201,7 +200,7 @@ const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 export function isValidEnvelope(v: any): v is Envelope {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
   const id = v.message_id;
-  if (typeof id !== "string" || id.length !== 26 || !ULID.test(id)) return false;
+  if (!isUlid(id)) return false;
   const type = v.message_type;
   if (typeof type !== "string" || !TYPES.has(type)) return false;
   if (!nonEmpty(v.trace_id) || !nonEmpty(v.source_agent)) return false;

@@ -61,7 +61,8 @@ function incrementRandomHigh(): void {
   }
 }
 
-const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+/** A ULID: 26 Crockford base32 characters, either case (docs/protocol.md §3). */
+export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 
 /** True when `id` is a syntactically valid ULID (Crockford base32, 26 characters). */
 export function isUlid(id: unknown): id is string {
