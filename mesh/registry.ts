@@ -326,8 +326,9 @@ export class Registry {
   #byCapability = new Map<string, Set<string>>();
   #topics = new TopicIndex<string>();
   #listeners = new Set<(update: RegistryUpdate) => void>();
-  /** resolveTarget's answers since the last update (bounded: names a request asks for are not trusted). */
+  /** resolveTarget's and withCapability's answers since the last update (bounded: names a request asks for are not trusted). */
   #resolved = new Map<string, readonly RegistryEntry[]>();
+  #capable = new Map<string, readonly RegistryEntry[]>();
 
   /** Adds or replaces the entry with `entry.address`. */
   upsert(entry: RegistryEntry): void {
@@ -356,6 +357,7 @@ export class Registry {
    */
   applyUpdate(update: RegistryUpdate): boolean {
     this.#resolved.clear();
+    this.#capable.clear();
     switch (update.type) {
       case "snapshot": {
         const entries = update.entries.map(copy);
@@ -439,9 +441,14 @@ export class Registry {
     return found;
   }
 
-  /** Every instance declaring `capability`, whatever its health (the scheduler filters). */
-  withCapability(capability: string): RegistryEntry[] {
-    return this.#entries(this.#byCapability.get(capability) ?? []);
+  /** Every instance declaring `capability`, whatever its health (the scheduler filters); kept, as resolveTarget's, until the registry next changes. */
+  withCapability(capability: string): readonly RegistryEntry[] {
+    let found = this.#capable.get(capability);
+    if (!found) {
+      found = Object.freeze(this.#entries(this.#byCapability.get(capability) ?? []));
+      if (this.#capable.size < 1024) this.#capable.set(capability, found);
+    }
+    return found;
   }
 
   /**

@@ -265,7 +265,7 @@ export interface RouteTable {
   /** Instances a target names: an actor name (all its instances), an "name#i" address or a stable id. */
   resolveTarget(target: string): readonly RegistryEntry[];
   /** Instances declaring a capability. */
-  withCapability(capability: string): RegistryEntry[];
+  withCapability(capability: string): readonly RegistryEntry[];
   /** Subscribers of a topic, one group of instances per subscribing actor (a pool gets one delivery). */
   subscribersOf(topic: string): Array<{ instances: RegistryEntry[] }>;
   /** What a route of this kind can reach, for error messages: actor names, or the capabilities or topic patterns declared. */

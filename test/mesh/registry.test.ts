@@ -89,6 +89,16 @@ describe("Registry", () => {
     expect(addresses(registry.withCapability("ocr"))).toEqual(["b#0"]);
     expect(addresses(registry.withCapability("echo"))).toEqual(["a#0"]);
     expect(registry.withCapability("nothing")).toEqual([]);
+    // Kept between updates (and frozen, as every caller shares it), never past one.
+    const kept = registry.withCapability("ocr");
+    expect(registry.withCapability("ocr")).toBe(kept);
+    expect(Object.isFrozen(kept)).toBe(true);
+    registry.patch("b#0", { health: "unhealthy" });
+    expect(registry.withCapability("ocr")[0]!.health).toBe("unhealthy");
+    registry.upsert(entry("c", 0, { capabilities: ["ocr"] }));
+    expect(addresses(registry.withCapability("ocr"))).toEqual(["b#0", "c#0"]);
+    registry.remove("b#0");
+    expect(addresses(registry.withCapability("ocr"))).toEqual(["c#0"]);
   });
 
   test("subscribersOf groups a pool into one delivery and follows subscription changes", () => {
