@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import { Packr, RESERVE_START_SPACE, RESET_BUFFER_MODE, REUSE_BUFFER_MODE, Unpackr } from "msgpackr";
 import type { Envelope } from "./envelope.ts";
 import { mayHoldRecordTag, readExactly } from "./exact-reader.ts";
-import { integersAsInt64, MAX_PAYLOAD_DEPTH, mayHaveTextedKeys, setOwn, settleDecodedMaps, sliceText, type SlicingBuffer, unpackExact } from "./msgpack-values.ts";
+import { integersAsInt64, KEPT_BUFFER_BYTES, MAX_PAYLOAD_DEPTH, mayHaveTextedKeys, setOwn, settleDecodedMaps, sliceText, type SlicingBuffer, unpackExact } from "./msgpack-values.ts";
 
 /**
  * Codec names. `msgpack` (plain maps) is mandatory; `hermes-envelope`, then `msgpackr-records`,
@@ -512,13 +512,11 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     try {
       return readBody(bytes, start, end);
     } finally {
-      if (bytes.byteLength > KEPT_SOURCE_BYTES) (source = view = undefined), (text = EMPTY); // a big frame's own buffer is not kept
+      if (bytes.byteLength > KEPT_BUFFER_BYTES) (source = view = undefined), (text = EMPTY); // a big frame's own buffer is not kept
     }
   };
 }
 
-
-const KEPT_SOURCE_BYTES = 1024 * 1024;
 const EMPTY = Buffer.alloc(0) as SlicingBuffer;
 
 function messageTypeOf(code: number): string {

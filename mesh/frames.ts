@@ -10,12 +10,6 @@ import { MAX_PAYLOAD_DEPTH, MsgpackExt, MsgpackTimestamp, UnreadableValue } from
 import { CodecName, type FrameCodec } from "./codecs.ts";
 
 /**
- * Bounds on what a payload may be: how deep it nests (checked on every send and receive) and
- * about how much memory it holds (for the byte budgets of remembered answers and links).
- */
-
-
-/**
  * Refuses a payload that nests maps and arrays deeper than `limit` levels (or refers to
  * itself), or that holds a value MessagePack cannot carry or JavaScript could not be given,
  * with code 2 naming where (docs/protocol.md §3, "payload values"). Deep values crash recursive
@@ -146,7 +140,6 @@ export function approximateBytes(value: unknown, levelsLeft = MAX_PAYLOAD_DEPTH)
       return 1;
   }
 }
-
 
 /**
  * One frame as bytes: `u32be length` then the body. For one-off frames (tests, tools, other

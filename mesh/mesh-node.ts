@@ -172,7 +172,8 @@ export class MeshNode {
 
   /** Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send, ids and trace intact) along its own route and waits for the answer here (`reply_to` must be this node's address). */
   requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
-    const timeoutMs = options.timeoutMs ?? request.ttl, waiting = this.#pending.size;
+    const timeoutMs = options.timeoutMs ?? request.ttl;
+    const waiting = this.#pending.size;
     const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     // Nothing goes out for a wait given up already (code 3), or joined to the same request's wait
     // (a client's retry): that one is on its way, and another instance must not handle it too.

@@ -228,7 +228,7 @@ const NOT_READ = new Error("not a string this reader reads: msgpackr reads it");
 /** The ArrayBuffer of the last call and a Buffer over all of it: frames are read from one long-lived buffer (frames.ts LANDING_BYTES). */
 let lastBuffer: ArrayBuffer | undefined;
 let lastBytes = Buffer.alloc(0) as SlicingBuffer;
-const KEPT_BUFFER_BYTES = 1024 * 1024;
+export const KEPT_BUFFER_BYTES = 1024 * 1024; // a frame buffer bigger than this is not held past its decoding (codecs.ts too)
 
 /**
  * Set by the actor host's bundle (src/supervisor/actor-host-bundle.ts), whose `msgpackr-extract`

@@ -305,6 +305,9 @@ export interface SubscriberGroup {
 /** Fields whose change moves an entry between indexes (everything else is load and health). */
 const INDEXED = ["name", "instance", "id", "capabilities", "subscriptions"] as const;
 
+/** How many answers of each registry lookup are kept between updates. */
+const KEPT_ANSWERS = 1024;
+
 /**
  * The mesh registry: every actor instance by address, with indexes for routing by name, stable
  * id, capability and topic. The supervisor owns the original; actors keep a copy current by
@@ -326,7 +329,7 @@ export class Registry {
   #byCapability = new Map<string, Set<string>>();
   #topics = new TopicIndex<string>();
   #listeners = new Set<(update: RegistryUpdate) => void>();
-  /** resolveTarget's and withCapability's answers since the last update (bounded: names a request asks for are not trusted). */
+  /** resolveTarget's and withCapability's answers since the last update, KEPT_ANSWERS each at most (names a request asks for are not trusted). */
   #resolved = new Map<string, readonly RegistryEntry[]>();
   #capable = new Map<string, readonly RegistryEntry[]>();
 
@@ -431,24 +434,23 @@ export class Registry {
    */
   resolveTarget(target: string): readonly RegistryEntry[] {
     // Every send resolves its target: the answer is kept until the registry next changes.
-    let found = this.#resolved.get(target);
-    if (!found) {
-      const pool = this.#byName.get(target);
-      const entry = pool ? undefined : (this.#byAddress.get(target) ?? this.byId(target));
-      found = Object.freeze(pool ? this.#entries(pool) : entry ? [entry] : []);
-      if (this.#resolved.size < 1024) this.#resolved.set(target, found);
-    }
-    return found;
+    const found = this.#resolved.get(target);
+    if (found) return found;
+    const pool = this.#byName.get(target);
+    const entry = pool ? undefined : (this.#byAddress.get(target) ?? this.byId(target));
+    return this.#keep(this.#resolved, target, pool ? this.#entries(pool) : entry ? [entry] : []);
   }
 
   /** Every instance declaring `capability`, whatever its health (the scheduler filters); kept, as resolveTarget's, until the registry next changes. */
   withCapability(capability: string): readonly RegistryEntry[] {
-    let found = this.#capable.get(capability);
-    if (!found) {
-      found = Object.freeze(this.#entries(this.#byCapability.get(capability) ?? []));
-      if (this.#capable.size < 1024) this.#capable.set(capability, found);
-    }
-    return found;
+    return this.#capable.get(capability) ?? this.#keep(this.#capable, capability, this.#entries(this.#byCapability.get(capability) ?? []));
+  }
+
+  /** A lookup's answer, frozen (every caller shares it) and kept in `cache` while it has room. */
+  #keep(cache: Map<string, readonly RegistryEntry[]>, key: string, entries: RegistryEntry[]): readonly RegistryEntry[] {
+    const kept = Object.freeze(entries);
+    if (cache.size < KEPT_ANSWERS) cache.set(key, kept);
+    return kept;
   }
 
   /**
