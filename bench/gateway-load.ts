@@ -7,7 +7,9 @@
  * (fixtures/http-load-fixture.ts). Reported: requests/s, latency percentiles, errors (must be
  * 0), and the gateway process's VmRSS before the load, at its peak and at the end.
  * Baseline, measured in the same run with the same load: a bare `Bun.serve` answering the same
- * request in one process (fixtures/bare-http-fixture.ts), the floor of HTTP + JSON on Bun.
+ * request in one process (fixtures/bare-http-fixture.ts), the floor of HTTP + JSON on Bun; and a
+ * bare forwarder (fixtures/bare-forwarder-fixture.ts) handing each request to a second process
+ * over a Unix socket, the floor of any gateway whose work runs elsewhere, as the gateway's does.
  * Everything runs unpinned on both cores: the load generator, the gateway, the calculator and
  * the supervisor (this process) share the 2 cores, as they would on a small host.
  *
@@ -25,13 +27,14 @@ import { watchInterference } from "./lib/interference.ts";
 import { SEED_REQUEST } from "./lib/invoke-seed.ts";
 import { ACTORS_DIR } from "./lib/mesh.ts";
 import { cpuNanoseconds } from "./lib/cpu-time.ts";
-import { BOTH_CORES, pinPrefix, pinSelf, taskset, UNPINNED } from "./lib/placement.ts";
+import { BOTH_CORES, pinPrefix, pinSelf, type Placement, taskset, UNPINNED } from "./lib/placement.ts";
 import { processMemory } from "./lib/proc-memory.ts";
 import { formatMachine, formatTable, machineInfo, progress, progressDone, type Figure } from "./lib/report.ts";
-import { disposeQuietly, tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
+import { tempDir, type Scenario, type ScenarioOptions, type ScenarioResult } from "./lib/scenario.ts";
 
 const HTTP_LOAD_FIXTURE = join(import.meta.dir, "fixtures/http-load-fixture.ts");
 const BARE_HTTP_FIXTURE = join(import.meta.dir, "fixtures/bare-http-fixture.ts");
+const BARE_FORWARDER_FIXTURE = join(import.meta.dir, "fixtures/bare-forwarder-fixture.ts");
 /** Keep-alive connections (wrk) or concurrent fetch loops (bun). */
 export const DEFAULT_CONNECTIONS = 16;
 
@@ -194,6 +197,30 @@ function rps(r: LoadResult): number {
   return r.seconds > 0 ? r.ok / r.seconds : 0;
 }
 
+/**
+ * Load on a baseline fixture after a warm-up: what it answered, and its CPU per request in us
+ * (every thread; with `otherPidKey`, also the process whose pid its ready line names, counted
+ * in `cpuUs` and alone in `otherCpuUs`).
+ */
+async function measureFixture(
+  script: string,
+  placement: Placement,
+  load: { seconds: number; warmup: number; connections: number; tool: "wrk" | "bun" },
+  otherPidKey?: string,
+): Promise<{ result: LoadResult; cpuUs: number; otherCpuUs: number }> {
+  await using fixture = await spawnFixture(script, [], placement);
+  const url = String(fixture.info.url);
+  const otherPid = otherPidKey === undefined ? undefined : Number(fixture.info[otherPidKey]);
+  const cpuNow = () => ({ own: cpuNanoseconds(fixture.pid), other: otherPid === undefined ? 0 : cpuNanoseconds(otherPid) });
+  await runLoad({ url, seconds: load.warmup, connections: load.connections, tool: load.tool });
+  const before = cpuNow();
+  const result = await runLoad({ url, seconds: load.seconds, connections: load.connections, tool: load.tool });
+  const after = cpuNow();
+  const per = (ns: number) => ns / 1000 / Math.max(1, result.requests);
+  const otherCpuUs = per(after.other - before.other);
+  return { result, cpuUs: per(after.own - before.own) + otherCpuUs, otherCpuUs };
+}
+
 /** Runs the scenario; `extra` picks the load tool and connection count (defaults: wrk if installed, 16). */
 export async function runGatewayLoad(options: ScenarioOptions, extra: { connections?: number; tool?: "wrk" | "bun" } = {}): Promise<ScenarioResult> {
   const tool = extra.tool ?? defaultTool();
@@ -233,18 +260,10 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
     if (m.mesh.registry.byAddress("gateway")?.pid !== gatewayPid) throw new Error("the gateway restarted during the load");
 
     progress(`gateway: baseline, a bare Bun.serve, ${baselineSeconds} s`);
-    const bare = await spawnFixture(BARE_HTTP_FIXTURE, [], placement);
-    let baseline: LoadResult;
-    let bareCpu = 0;
-    try {
-      const bareUrl = String(bare.info.url);
-      await runLoad({ url: bareUrl, seconds: warmup, connections, tool });
-      const bare0 = cpuNanoseconds(bare.pid);
-      baseline = await runLoad({ url: bareUrl, seconds: baselineSeconds, connections, tool });
-      bareCpu = (cpuNanoseconds(bare.pid) - bare0) / 1000 / Math.max(1, baseline.requests);
-    } finally {
-      await disposeQuietly(bare);
-    }
+    const bare = await measureFixture(BARE_HTTP_FIXTURE, placement, { seconds: baselineSeconds, warmup, connections, tool });
+    const baseline = bare.result;
+    progress(`gateway: a bare forwarder to a second process, ${baselineSeconds} s`);
+    const forwarder = await measureFixture(BARE_FORWARDER_FIXTURE, placement, { seconds: baselineSeconds, warmup, connections, tool }, "evaluatorPid");
     progressDone();
 
     const base = (name: string) => ({ scenario: "gateway", placement: placement.name, name });
@@ -266,13 +285,22 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
       // the actor's collectors run on helper threads), beside the bare server's and its load's.
       {
         ...base("CPU per request, gateway process"), unit: "us", value: cpu.gateway, better: "lower",
-        baseline: { name: "bare Bun.serve CPU", value: bareCpu },
+        baseline: { name: "bare Bun.serve CPU", value: bare.cpuUs },
       },
       { ...base("CPU per request, calculator actor"), unit: "us", value: cpu.calculator, better: "lower" },
       { ...base("CPU per request, supervisor"), unit: "us", value: cpu.supervisor, better: "lower" },
       {
         ...base(`CPU per request, load generator (${tool})`), unit: "us", value: cpu.load, better: "lower",
         baseline: { name: "same, on the bare server", value: baseline.loadCpuUs / Math.max(1, baseline.requests) },
+      },
+      // The floor of any gateway whose work runs in another process: HTTP, JSON and one socket hop.
+      {
+        ...base(`bare forwarder requests/s (Bun.serve, a socket hop to a bare evaluator)`), unit: "req/s", value: rps(forwarder.result), better: "higher",
+        baseline: { name: "bare Bun.serve", value: rps(baseline) }, detail: { forwarder: forwarder.result },
+      },
+      {
+        ...base("CPU per request, bare forwarder (server, evaluator)"), unit: "us", value: forwarder.cpuUs, better: "lower",
+        baseline: { name: "bare Bun.serve CPU", value: bare.cpuUs }, detail: { server: forwarder.cpuUs - forwarder.otherCpuUs, evaluator: forwarder.otherCpuUs },
       },
       {
         ...base("gateway VmRSS at the end"), unit: "MB", value: memory.end, better: "lower",
@@ -281,13 +309,14 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
     ];
     notes.push(
       `gateway: ${measured.ok} answers in ${measured.seconds.toFixed(1)} s (after ${warm.ok} in a ${warmup} s warm-up), latency max ${(measured.latencyUs.max / 1000).toFixed(1)} ms; ` +
-        `baseline ${baseline.ok} in ${baseline.seconds.toFixed(1)} s`,
+        `baseline ${baseline.ok} in ${baseline.seconds.toFixed(1)} s, bare forwarder ${forwarder.result.ok} in ${forwarder.result.seconds.toFixed(1)} s ` +
+        `(CPU per request: server ${(forwarder.cpuUs - forwarder.otherCpuUs).toFixed(1)} us, evaluator ${forwarder.otherCpuUs.toFixed(1)} us)`,
       `gateway: VmRSS of the gateway process ${memory.start.toFixed(1)} MB before the load, peak ${memory.peak.toFixed(1)} MB, ${memory.end.toFixed(1)} MB at the end; ` +
         `calculator ${calculatorStart.toFixed(1)} -> ${calculatorEnd.toFixed(1)} MB`,
     );
     if (tool === "bun") notes.push(`gateway: the load came from Bun fetch loops (${Bun.which("wrk") ? "--tool bun" : "wrk not found: apt-get install wrk"}), which take more CPU from the gateway than wrk`);
-    for (const problem of [...warm.problems, ...measured.problems, ...baseline.problems].slice(0, 5)) notes.push(`gateway: FAILED ANSWER ${problem}`);
-    return { figures, notes, rounds: { gateway: measured, baseline, warmup: warm, memory } };
+    for (const problem of [...warm.problems, ...measured.problems, ...baseline.problems, ...forwarder.result.problems].slice(0, 5)) notes.push(`gateway: FAILED ANSWER ${problem}`);
+    return { figures, notes, rounds: { gateway: measured, baseline, forwarder: forwarder.result, warmup: warm, memory } };
   } finally {
     restore();
   }
@@ -295,7 +324,7 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
 
 export const gatewayScenario: Scenario = {
   name: "gateway",
-  description: "sustained HTTP load (wrk, keep-alive) on POST /hermes/v1/invoke: req/s, latency, errors, gateway RSS; vs a bare Bun.serve",
+  description: "sustained HTTP load (wrk, keep-alive) on POST /hermes/v1/invoke: req/s, latency, errors, gateway RSS; vs a bare Bun.serve and a bare forwarder to a second process",
   run: (options) => runGatewayLoad(options),
 };
 

@@ -31,3 +31,29 @@ export function seedAnswerProblem(answer: any, traceId: string): string | undefi
   if (payload.task_id !== SEED_REQUEST.payload.task_id) return `task_id ${payload.task_id}`;
   return undefined;
 }
+
+/**
+ * A bare `Bun.serve` on loopback answering `POST /hermes/v1/invoke` as the gateway answers the
+ * seed (sender and receiver swapped, msg_type 2), its result from `evaluate`: the gateway
+ * scenario's baselines (fixtures/bare-http-fixture.ts, fixtures/bare-forwarder-fixture.ts).
+ *
+ * @example
+ * const server = serveBareInvoke((expression) => evaluateExpression(expression));
+ */
+export function serveBareInvoke(evaluate: (expression: string) => unknown): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 120,
+    async fetch(request) {
+      if (request.method !== "POST" || new URL(request.url).pathname !== "/hermes/v1/invoke") return new Response("not found", { status: 404 });
+      const { meta, payload } = (await request.json()) as { meta: Record<string, unknown>; payload: { task_id?: string; expression: string } };
+      const result = evaluate(payload.expression);
+      return Response.json({
+        meta: { ...meta, msg_type: 2, sender_id: meta.receiver_id, receiver_id: meta.sender_id },
+        // Awaited only when it is a promise: the one-process baseline keeps its single turn.
+        payload: { task_id: payload.task_id, result: result instanceof Promise ? await result : result, expression: payload.expression },
+      });
+    },
+  });
+}

@@ -99,6 +99,15 @@ export interface MachineInfo {
    * each new process's first pages, a visible cost.
    */
   pageFaultUs: number;
+  /**
+   * How an idle core waits (Linux cpuidle): the driver, and under the `haltpoll` driver of a KVM
+   * guest how long an idle virtual CPU polls before it halts. A halted virtual CPU is woken by an
+   * interrupt through the hypervisor, which every message across cores pays while its receiver
+   * sleeps: on the 2-core boxes of docs/benchmarks.md (polling 0 ns, set on the kernel's command
+   * line) about 20 us more CPU at each end of a round trip than with Linux's default 200,000 ns
+   * ("Wake-ups across cores"). "unknown" where /sys does not say.
+   */
+  idle: string;
 }
 
 /** The time per minor page fault of touching `bytes` of fresh memory once per 4 KiB page. */
@@ -122,8 +131,24 @@ export function machineInfo(): MachineInfo {
     cpuModel, cores: availableParallelism(), bun: Bun.version, kernel: release(), taskset: taskset() !== null,
     load: loadavg()[0]!, commit: process.env.BENCH_COMMIT ?? gitCommit(), date: new Date().toISOString(),
     pageFaultUs: pageFaultMicros(),
+    idle: idleState(),
     allocator: Object.entries(process.env).filter(([name]) => /^(MIMALLOC_|BUN_JSC_)/.test(name)).map(([name, value]) => `${name}=${value}`).join(" ") || "Bun's defaults",
   };
+}
+
+/** "haltpoll, polls 0 ns before halting", "intel_idle", or "unknown": MachineInfo.idle. */
+function idleState(): string {
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, "utf8").trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const driver = read("/sys/devices/system/cpu/cpuidle/current_driver");
+  if (driver === undefined) return "unknown";
+  const pollNs = driver === "haltpoll" ? read("/sys/module/haltpoll/parameters/guest_halt_poll_ns") : undefined;
+  return pollNs === undefined ? driver : `${driver}, polls ${pollNs} ns before halting`;
 }
 
 /** The harness's own checkout (`.git` beside bench/), or the installed package's name and version. */
@@ -153,7 +178,7 @@ function packageVersion(root: string): string {
 
 export function formatMachine(m: MachineInfo): string {
   return `machine: ${m.cpuModel}, ${m.cores} cores, Bun ${m.bun}, Linux ${m.kernel}, taskset ${m.taskset ? "yes" : "no (unpinned)"}, ` +
-    `load average ${m.load.toFixed(2)} at start, a page fault ${Number.isNaN(m.pageFaultUs) ? "not measured" : `${m.pageFaultUs.toFixed(1)} us`}, commit ${m.commit}, ` +
+    `load average ${m.load.toFixed(2)} at start, a page fault ${Number.isNaN(m.pageFaultUs) ? "not measured" : `${m.pageFaultUs.toFixed(1)} us`}, idle cores: ${m.idle}, commit ${m.commit}, ` +
     `this process's allocator and compiler settings: ${m.allocator}`;
 }
 
