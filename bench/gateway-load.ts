@@ -295,7 +295,7 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
       },
       // The floor of any gateway whose work runs in another process: HTTP, JSON and one socket hop.
       {
-        ...base(`bare forwarder requests/s (Bun.serve, a socket hop to a bare evaluator)`), unit: "req/s", value: rps(forwarder.result), better: "higher",
+        ...base(`bare forwarder requests/s (Bun.serve, one socket hop)`), unit: "req/s", value: rps(forwarder.result), better: "higher",
         baseline: { name: "bare Bun.serve", value: rps(baseline) }, detail: { forwarder: forwarder.result },
       },
       {
