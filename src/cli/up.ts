@@ -110,8 +110,10 @@ export async function runUpCommand(argv: string[]): Promise<number> {
     const auth = gatewayToken ? ` -H 'Authorization: Bearer $HERMES_GATEWAY_TOKEN'` : "";
     console.log(`gateway: ${mesh.gateway.url}  and  ${mesh.gateway.socket}`);
     console.log(`dashboard: ${mesh.gateway.url}/${gatewayToken ? "?token=<your token>" : ""}`);
-    console.log(`try: curl -X POST ${mesh.gateway.url}/hermes/v1/invoke -H 'Content-Type: application/hermes+json'${auth} -d '{"meta":{"version":"1.2","msg_type":1,"sender_id":"a1b2c3","receiver_id":"d4e5f6","ttl":300,"trace_id":"t7u8v9"},"payload":{"task_id":"x1y2z3","tool":"calculator","expression":"2+2"}}'`);
-    console.log(`then: npx hermes-mesh trace t7u8v9 --dir ${mesh.dir}`);
+    // A trace id of this run's own: a socket folder keeps its event logs between runs, and `trace` would list every run's spans under one fixed id.
+    const traceId = `t${Date.now().toString(36).slice(-4)}${Math.random().toString(36).slice(2, 6).padEnd(4, "0")}`;
+    console.log(`try: curl -X POST ${mesh.gateway.url}/hermes/v1/invoke -H 'Content-Type: application/hermes+json'${auth} -d '{"meta":{"version":"1.2","msg_type":1,"sender_id":"a1b2c3","receiver_id":"d4e5f6","ttl":300,"trace_id":"${traceId}"},"payload":{"task_id":"x1y2z3","tool":"calculator","expression":"2+2"}}'`);
+    console.log(`then: npx hermes-mesh trace ${traceId} --dir ${mesh.dir}`);
   }
   const signal = Promise.withResolvers<string>();
   for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(name, () => signal.resolve(`signal ${name}`));

@@ -73,6 +73,11 @@ describe("hermes-mesh up", () => {
     // Printed right after the "up" line, but read from the pipe whenever it arrives: waited for, not looked up.
     const gateway = await up.waitForLine(/^gateway: /);
     expect(gateway).toMatch(/^gateway: http:\/\/127\.0\.0\.1:\d+ {2}and {2}.*gateway\.sock$/);
+    // The printed try-it request and the trace command share a trace id of this run's own, not the protocol's example id.
+    const tried = /"trace_id":"([^"]+)"/.exec(await up.waitForLine(/^try: curl /))?.[1];
+    const traced = /^then: npx hermes-mesh trace (\S+) --dir /.exec(await up.waitForLine(/^then: /))?.[1];
+    expect(tried).toMatch(/^t[0-9a-z]{8}$/);
+    expect(traced).toBe(tried!);
     up.proc.kill("SIGTERM");
     expect(await up.proc.exited).toBe(0);
     expect(up.lines).toContain("stopped: every actor exited, sockets removed");
