@@ -23,10 +23,8 @@ import { burstProblems, latencyProblems } from "../../bench/fanout.bench.ts";
 import { batchFor } from "../../bench/hop.bench.ts";
 import { offeredRates } from "../../bench/openloop.bench.ts";
 import { chartsFromFigures, splitPercentile, type Chart } from "../../bench/lib/chart-data.ts";
-import { spawnFixture } from "../../bench/lib/child.ts";
 import { runCleanups } from "../../bench/lib/cleanup.ts";
 import { LatencyHistogram } from "../../bench/lib/histogram.ts";
-import { SEED_REQUEST } from "../../bench/lib/invoke-seed.ts";
 import { monoNow, monoPrecise } from "../../bench/lib/mono-clock.ts";
 import { runOpenLoop, schedule, type LoopClock } from "../../bench/lib/open-loop.ts";
 import { PAYLOAD_SIZES, payloadOf, rawOf, sizeLabel } from "../../bench/lib/payload.ts";
@@ -297,39 +295,6 @@ describe("the raw pipelined baseline", () => {
     expect(r.completed).toBe(r.scheduled);
     expect(r.failed).toBe(0);
     expect(await session.closedLoop(8, 30)).toBeGreaterThan(0);
-  }, 20_000);
-});
-
-describe("the gateway's bare forwarder baseline", () => {
-  test("answers concurrent requests each with its own result, and its evaluator leaves with it", async () => {
-    const fixture = await spawnFixture(new URL("../../bench/fixtures/bare-forwarder-fixture.ts", import.meta.url).pathname, [], UNPINNED);
-    const evaluatorPid = Number(fixture.info.evaluatorPid);
-    try {
-      // Expressions answered out of order by nobody but their own line: each answer must be its own.
-      const answers = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
-        const body = { ...SEED_REQUEST, payload: { ...SEED_REQUEST.payload, task_id: `t${i}`, expression: `${i}*3+1` } };
-        const response = await fetch(`${fixture.info.url}/hermes/v1/invoke`, { method: "POST", body: JSON.stringify(body) });
-        return { status: response.status, json: (await response.json()) as { meta: { msg_type: number }; payload: { task_id: string; result: number } } };
-      }));
-      answers.forEach(({ status, json }, i) => {
-        expect(status).toBe(200);
-        expect(json.meta.msg_type).toBe(2);
-        expect(json.payload).toMatchObject({ task_id: `t${i}`, result: i * 3 + 1 });
-      });
-      expect(process.kill(evaluatorPid, 0)).toBe(true);
-    } finally {
-      await fixture[Symbol.asyncDispose]();
-    }
-    const deadline = Date.now() + 5000;
-    const alive = () => {
-      try {
-        return process.kill(evaluatorPid, 0);
-      } catch {
-        return false;
-      }
-    };
-    while (alive() && Date.now() < deadline) await Bun.sleep(10);
-    expect(alive()).toBe(false);
   }, 20_000);
 });
 

@@ -1,11 +1,14 @@
 /**
  * A few seconds of concurrent keep-alive load on the gateway from a second process: every answer
  * must arrive, be HTTP 200 and be the right one (result 4, its own trace id: no crossed answers).
- * Checks correctness under load, never speed (bench/gateway-load.ts measures that).
+ * Checks correctness under load, never speed (bench/gateway-load.ts measures that); and the
+ * scenario's bare forwarder baseline answers each request with its own result.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { seedAnswerProblem } from "../../bench/lib/invoke-seed.ts";
+import { spawnFixture } from "../../bench/lib/child.ts";
+import { SEED_REQUEST, seedAnswerProblem } from "../../bench/lib/invoke-seed.ts";
+import { UNPINNED } from "../../bench/lib/placement.ts";
 import { spawnBun } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 
@@ -75,4 +78,37 @@ describe("the load's answer check", () => {
     expect(seedAnswerProblem({ ...right, meta: { ...right.meta, msg_type: 4 } }, "t1")).toContain("msg_type");
     expect(seedAnswerProblem(null, "t1")).toBeDefined();
   });
+});
+
+describe("the gateway's bare forwarder baseline", () => {
+  test("answers concurrent requests each with its own result, and its evaluator leaves with it", async () => {
+    const fixture = await spawnFixture(new URL("../../bench/fixtures/bare-forwarder-fixture.ts", import.meta.url).pathname, [], UNPINNED);
+    const evaluatorPid = Number(fixture.info.evaluatorPid);
+    try {
+      // Expressions answered out of order by nobody but their own line: each answer must be its own.
+      const answers = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+        const body = { ...SEED_REQUEST, payload: { ...SEED_REQUEST.payload, task_id: `t${i}`, expression: `${i}*3+1` } };
+        const response = await fetch(`${fixture.info.url}/hermes/v1/invoke`, { method: "POST", body: JSON.stringify(body) });
+        return { status: response.status, json: (await response.json()) as { meta: { msg_type: number }; payload: { task_id: string; result: number } } };
+      }));
+      answers.forEach(({ status, json }, i) => {
+        expect(status).toBe(200);
+        expect(json.meta.msg_type).toBe(2);
+        expect(json.payload).toMatchObject({ task_id: `t${i}`, result: i * 3 + 1 });
+      });
+      expect(process.kill(evaluatorPid, 0)).toBe(true);
+    } finally {
+      await fixture[Symbol.asyncDispose]();
+    }
+    const deadline = Date.now() + 5000;
+    const alive = () => {
+      try {
+        return process.kill(evaluatorPid, 0);
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < deadline) await Bun.sleep(10);
+    expect(alive()).toBe(false);
+  }, 20_000);
 });
