@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { spawnFixture } from "../../bench/lib/child.ts";
 import { SEED_REQUEST, seedAnswerProblem } from "../../bench/lib/invoke-seed.ts";
 import { UNPINNED } from "../../bench/lib/placement.ts";
-import { spawnBun } from "../helpers.ts";
+import { isAlive, spawnBun, waitFor } from "../helpers.ts";
 import { startTestMesh, type TestMesh } from "../actor/mesh-harness.ts";
 
 const LOAD_FIXTURE = join(import.meta.dir, "../../bench/fixtures/http-load-fixture.ts");
@@ -96,19 +96,11 @@ describe("the gateway's bare forwarder baseline", () => {
         expect(json.meta.msg_type).toBe(2);
         expect(json.payload).toMatchObject({ task_id: `t${i}`, result: i * 3 + 1 });
       });
-      expect(process.kill(evaluatorPid, 0)).toBe(true);
+      expect(isAlive(evaluatorPid)).toBe(true);
     } finally {
       await fixture[Symbol.asyncDispose]();
     }
-    const deadline = Date.now() + 5000;
-    const alive = () => {
-      try {
-        return process.kill(evaluatorPid, 0);
-      } catch {
-        return false;
-      }
-    };
-    while (alive() && Date.now() < deadline) await Bun.sleep(10);
-    expect(alive()).toBe(false);
+    await waitFor(() => !isAlive(evaluatorPid), "the evaluator to exit with its server");
+    expect(isAlive(evaluatorPid)).toBe(false);
   }, 20_000);
 });
