@@ -198,16 +198,16 @@ function rps(r: LoadResult): number {
 }
 
 /**
- * Load on a baseline fixture after a warm-up: what it answered, and its CPU per request in us
- * (every thread; with `otherPidKey`, also the process whose pid its ready line names, counted
- * in `cpuUs` and alone in `otherCpuUs`).
+ * Load on a baseline fixture after a warm-up: what it answered, and its CPU per request in us,
+ * every thread: `cpuUs` in all, of which `otherCpuUs` is the process its ready line names under
+ * `otherPidKey` (0 without one).
  */
 async function measureFixture(
   script: string,
   placement: Placement,
   load: { seconds: number; warmup: number; connections: number; tool: "wrk" | "bun" },
   otherPidKey?: string,
-): Promise<{ result: LoadResult; cpuUs: number; otherCpuUs: number }> {
+): Promise<{ result: LoadResult; cpuUs: number; ownCpuUs: number; otherCpuUs: number }> {
   await using fixture = await spawnFixture(script, [], placement);
   const url = String(fixture.info.url);
   const otherPid = otherPidKey === undefined ? undefined : Number(fixture.info[otherPidKey]);
@@ -217,8 +217,8 @@ async function measureFixture(
   const result = await runLoad({ url, seconds: load.seconds, connections: load.connections, tool: load.tool });
   const after = cpuNow();
   const per = (ns: number) => ns / 1000 / Math.max(1, result.requests);
-  const otherCpuUs = per(after.other - before.other);
-  return { result, cpuUs: per(after.own - before.own) + otherCpuUs, otherCpuUs };
+  const ownCpuUs = per(after.own - before.own), otherCpuUs = per(after.other - before.other);
+  return { result, cpuUs: ownCpuUs + otherCpuUs, ownCpuUs, otherCpuUs };
 }
 
 /** Runs the scenario; `extra` picks the load tool and connection count (defaults: wrk if installed, 16). */
@@ -300,7 +300,7 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
       },
       {
         ...base("CPU per request, bare forwarder (server, evaluator)"), unit: "us", value: forwarder.cpuUs, better: "lower",
-        baseline: { name: "bare Bun.serve CPU", value: bare.cpuUs }, detail: { server: forwarder.cpuUs - forwarder.otherCpuUs, evaluator: forwarder.otherCpuUs },
+        baseline: { name: "bare Bun.serve CPU", value: bare.cpuUs }, detail: { server: forwarder.ownCpuUs, evaluator: forwarder.otherCpuUs },
       },
       {
         ...base("gateway VmRSS at the end"), unit: "MB", value: memory.end, better: "lower",
@@ -310,7 +310,7 @@ export async function runGatewayLoad(options: ScenarioOptions, extra: { connecti
     notes.push(
       `gateway: ${measured.ok} answers in ${measured.seconds.toFixed(1)} s (after ${warm.ok} in a ${warmup} s warm-up), latency max ${(measured.latencyUs.max / 1000).toFixed(1)} ms; ` +
         `baseline ${baseline.ok} in ${baseline.seconds.toFixed(1)} s, bare forwarder ${forwarder.result.ok} in ${forwarder.result.seconds.toFixed(1)} s ` +
-        `(CPU per request: server ${(forwarder.cpuUs - forwarder.otherCpuUs).toFixed(1)} us, evaluator ${forwarder.otherCpuUs.toFixed(1)} us)`,
+        `(CPU per request: server ${forwarder.ownCpuUs.toFixed(1)} us, evaluator ${forwarder.otherCpuUs.toFixed(1)} us)`,
       `gateway: VmRSS of the gateway process ${memory.start.toFixed(1)} MB before the load, peak ${memory.peak.toFixed(1)} MB, ${memory.end.toFixed(1)} MB at the end; ` +
         `calculator ${calculatorStart.toFixed(1)} -> ${calculatorEnd.toFixed(1)} MB`,
     );

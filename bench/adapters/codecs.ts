@@ -1,6 +1,6 @@
 /**
- * Codec contenders: the two MessagePack codecs hermes speaks (mesh/frames.ts) and the
- * JSON baseline (JSON.stringify + TextEncoder, TextDecoder + JSON.parse).
+ * Codec contenders: the three codecs hermes speaks (mesh/codecs.ts) and the JSON baseline
+ * (JSON.stringify + TextEncoder, TextDecoder + JSON.parse).
  */
 import { createEnvelopeCodec, createPlainCodec, createRecordsCodec } from "../../mesh/codecs.ts";
 import type { CodecContender } from "./types.ts";
