@@ -192,6 +192,8 @@ const ENVELOPE_FIELDS = [
 const MESSAGE_TYPE_BIT = 1 << 1, HEADERS_BIT = 1 << 13, PAYLOAD_BIT = 1 << 14;
 /** source_agent, target_agent, topic, capability, reply_to: names that repeat on a connection. */
 const NAME_FIELDS = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7);
+/** message_id, trace_id, correlation_id: ids that repeat within a frame. */
+const ID_FIELDS = 1 | (1 << 2) | (1 << 8);
 const ALL_FIELDS = (1 << ENVELOPE_FIELDS.length) - 1;
 /** message_type as a positive fixint: its index here. */
 const TYPE_CODES: readonly string[] = ["request", "response", "event", "error", "progress", "cancel"];
@@ -390,6 +392,26 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     return (nameBytes[kept + 31] = length), (names[bit] = value);
   }
 
+  // The id read last in this frame (its text's start, length and string): a request's trace_id is
+  // its message_id, an answer's correlation_id its trace_id, and the same bytes again are the same
+  // string, compared for less than a new one costs (sliceText checks every byte, then slices).
+  let idAt = -1, idLength = 0, idValue = "";
+
+  /** message_id, trace_id or correlation_id: the id read before in this frame when the bytes match. */
+  function readId(): unknown {
+    const token = at < stop ? source![at]! : 0;
+    const length = token - 0xa0;
+    if (length < 0 || length > 31 || at + 1 + length > stop) return readScalar();
+    if (length === idLength && idAt >= 0) {
+      let i = 0;
+      while (i < length && source![idAt + i] === source![at + 1 + i]) i++;
+      if (i === length) return (at += 1 + length), idValue;
+    }
+    idAt = at + 1;
+    idLength = length;
+    return (idValue = readString(length, 1));
+  }
+
   /** `end`, when a records value lies before it: msgpackr would read on past an empty one. */
   function needValue(end: number): number {
     if (at >= end) throw new Error("hermes-envelope body: its records value is missing");
@@ -458,10 +480,12 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
     if (typeof fields !== "number" || !Number.isInteger(fields) || fields < 0 || fields > ALL_FIELDS) {
       throw new Error(`hermes-envelope field set ${String(fields)} is not a set of the ${ENVELOPE_FIELDS.length} fields`);
     }
+    idAt = -1;
     for (let bit = 0; bit < ENVELOPE_FIELDS.length; bit++) {
       const mask = 1 << bit;
       if ((fields & mask) === 0 || mask === PAYLOAD_BIT) continue;
-      if (mask === HEADERS_BIT) values[bit] = readHeaders();
+      if (mask & ID_FIELDS) values[bit] = readId();
+      else if (mask === HEADERS_BIT) values[bit] = readHeaders();
       else if (mask === MESSAGE_TYPE_BIT && at < stop && source![at]! < 0x80) values[bit] = messageTypeOf(source![at++]!);
       else values[bit] = mask & NAME_FIELDS ? readName(bit) : readScalar();
     }

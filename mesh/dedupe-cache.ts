@@ -33,8 +33,8 @@ export interface DedupeStore {
   begin(id: string, now?: number): void;
   complete(id: string, answer?: Envelope): void;
   forget(id: string): void;
-  /** The requester acknowledged the answer: keep remembering the id, not the answer. */
-  releaseAnswer(id: string): void;
+  /** The requester acknowledged the answer (`answer`, when the caller has it): keep remembering the id, not the answer. */
+  releaseAnswer(id: string, answer?: Envelope): void;
 }
 
 /**
@@ -127,9 +127,19 @@ export class DedupeCache implements DedupeStore {
     if (now > 0) this.#evict(now);
   }
 
-  releaseAnswer(id: string): void {
+  releaseAnswer(id: string, answer?: Envelope): void {
     // Answers are acknowledged by correlation_id, which need not be an id of ours at all.
     if (this.#answerCount === 0) return;
+    // They are acknowledged in the order they went, which is the order they were kept: the
+    // oldest one kept, as a rule, found without reading the id and probing the index.
+    if (answer !== undefined) {
+      const oldest = this.#keptOrder.peek();
+      if (oldest >= 0 && this.#answers[oldest] === answer) {
+        this.#keptOrder.shift();
+        this.#dropAnswer(oldest);
+        return;
+      }
+    }
     const slot = this.#find(id);
     if (slot >= 0) this.#dropAnswer(slot);
   }
@@ -486,6 +496,17 @@ class KeptOrder {
     if (this.#tail === this.#slot.length) this.#makeRoom();
     this.#slot[this.#tail] = slot;
     this.#keep[this.#tail++] = keep;
+  }
+
+  /** The slot of the oldest body still kept, left on the queue (places gone stale before it are dropped); -1 when there is none. */
+  peek(): number {
+    while (this.#head < this.#tail) {
+      const slot = this.#slot[this.#head]!;
+      if (slot >= 0 && this.#isKept(slot, this.#keep[this.#head]!)) return slot;
+      this.#head++;
+    }
+    this.#head = this.#tail = 0;
+    return -1;
   }
 
   /** The slot of the oldest body still kept, taken off the queue; -1 when there is none. */

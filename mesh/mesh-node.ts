@@ -391,7 +391,7 @@ export class MeshNode {
 
   /** The requester acknowledged an answer: it will not ask again, so the dedupe memory keeps only the id (keeping every answer grew a busy actor's memory without bound). */
   #answerAcknowledged = (env: Envelope): void => {
-    if (env.message_type === MessageType.RESPONSE || env.message_type === MessageType.ERROR) this.#dedupe.releaseAnswer(env.correlation_id!);
+    if (env.message_type === MessageType.RESPONSE || env.message_type === MessageType.ERROR) this.#dedupe.releaseAnswer(env.correlation_id!, env);
   };
 
   #receive(env: Envelope, seq: number, connection: MeshLink): void {

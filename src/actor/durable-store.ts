@@ -230,8 +230,8 @@ export class DurableStore implements DedupeStore, ActorStore {
   }
 
   /** Memory keeps the id only; the answer stays on disk in case the requester restarts and asks again. */
-  releaseAnswer(id: string): void {
-    this.#cache.releaseAnswer(id);
+  releaseAnswer(id: string, answer?: Envelope): void {
+    this.#cache.releaseAnswer(id, answer);
   }
 
   // ---- staging ----

@@ -199,11 +199,15 @@ describe("DedupeCache answer budget", () => {
     const summarized = new Set<string>();
     const pool = Array.from({ length: 3_000 }, (_, i) => (i % 7 === 6 ? `name-${i}` : newMessageId()));
     const known = new Set<string>();
+    // The body last kept for each id: a release names it half the time, as a node does (the acknowledged envelope).
+    const bodies = new Map<string, Envelope>();
     for (let op = 0; op < 40_000; op++) {
       const id = pool[Math.floor(next() * pool.length)]!;
       const roll = next();
       if (roll < 0.5) {
-        cache.complete(id, answer(100));
+        const body = answer(100);
+        bodies.set(id, body);
+        cache.complete(id, body);
         known.add(id);
         kept.delete(id);
         summarized.delete(id);
@@ -214,7 +218,7 @@ describe("DedupeCache answer budget", () => {
         }
         kept.set(id, true);
       } else if (roll < 0.8) {
-        cache.releaseAnswer(id);
+        cache.releaseAnswer(id, next() < 0.5 ? bodies.get(id) : undefined);
         kept.delete(id);
       } else {
         cache.forget(id);
@@ -232,6 +236,23 @@ describe("DedupeCache answer budget", () => {
         }
       }
     }
+  });
+
+  test("answers released with their bodies, in the order kept or out of it, each give back only their own bytes", () => {
+    const cache = new DedupeCache({ answerBudgetBytes: 1_000_000 });
+    const ids = Array.from({ length: 6 }, () => newMessageId());
+    const bodies = ids.map(() => answer(100));
+    ids.forEach((id, i) => cache.complete(id, bodies[i]));
+    const each = cache.answerBytes / ids.length;
+    cache.releaseAnswer(ids[0]!, bodies[0]); // the oldest kept: found at the head of the order
+    cache.releaseAnswer(ids[3]!, bodies[3]); // out of order: found by its id
+    cache.releaseAnswer(ids[1]!, bodies[0]); // a body not (or no longer) kept at the head: found by its id
+    expect(ids.map((id) => cache.lookup(id)!.answer === undefined)).toEqual([true, true, false, true, false, false]);
+    expect(cache.answerBytes).toBe(3 * each);
+    cache.releaseAnswer(ids[2]!, bodies[2]); // the head again, past the stale places of 0 and 1
+    expect(cache.lookup(ids[2]!)!.answer).toBeUndefined();
+    expect(cache.lookup(ids[4]!)!.answer).toBe(bodies[4]);
+    expect(cache.answerBytes).toBe(2 * each);
   });
 
   test("answers acknowledged as they go keep no bytes, and the ids are still remembered", () => {

@@ -86,6 +86,21 @@ describe("request deadlines behind one timer", () => {
     expect(pending.size).toBe(0);
   });
 
+  test("in a slot where most requests were answered, out of order, exactly the unanswered ones time out", async () => {
+    // 5,000 waits filed in a few 10 ms slots; answering most of them in a shuffled order compacts the slots' lists.
+    const pending = new PendingRequests();
+    const t0 = performance.now();
+    const waits = Array.from({ length: 5000 }, () => track(pending, 300, t0));
+    const order = waits.map((_, i) => i).sort((a, b) => ((a * 7919) % 5000) - ((b * 7919) % 5000));
+    const unanswered = new Set(order.filter((i) => i % 1000 === 999));
+    for (const i of order) if (!unanswered.has(i)) pending.handle(createReply(MessageType.RESPONSE, waits[i]!.request, "peer", {}));
+    expect(pending.size).toBe(unanswered.size);
+    const outcomes = await Promise.all(waits.map((w) => w.outcome));
+    outcomes.forEach((outcome, i) => expect(outcome).toMatchObject(unanswered.has(i) ? { ok: false, code: ErrorCode.TASK_TIMEOUT } : { ok: true }));
+    for (const i of unanswered) expect(outcomes[i]!.atMs).toBeGreaterThanOrEqual(299);
+    expect(pending.size).toBe(0);
+  });
+
   test("the deadline timer keeps no process alive once nothing waits", async () => {
     // A script that answers one request with a 60 s timeout and then has nothing to do must exit now.
     const script = `
