@@ -26,6 +26,8 @@ interface Pending {
   signal?: AbortSignal;
   /** Once sent (PendingRequests.sent): the link a cancel goes through, the destination and time of its outcome. */
   via?: unknown; to?: string; sentAt?: number;
+  /** When its wait began (performance.now()): the time it was sent, when it went at once. */
+  filedAt: number;
 }
 
 /** How a request sent turned out, told as it settles (undefined `error`: a response); a promise reaction per request cost 0.5 us. */
@@ -92,6 +94,7 @@ class DeadlineBuckets {
       if (!slot) this.#slots.set(at, (slot = { at, filed: [], live: 0 }));
       this.#newest = slot;
     }
+    pending.filedAt = now;
     slot.filed.push(pending);
     slot.live++;
     if (this.#waiting++ === 0) this.#timer?.ref?.();
@@ -171,7 +174,8 @@ export class PendingRequests<Via = unknown> {
     if (!pending || (from !== undefined && pending.via !== from)) return;
     pending.to = to;
     pending.via = via;
-    if (this.#onOutcome) pending.sentAt = performance.now();
+    // Sent as its wait began (one clock read less a request), or later: moved off a link.
+    if (this.#onOutcome) pending.sentAt = pending === newest && from === undefined ? pending.filedAt : performance.now();
   }
 
   /** Requests waiting. */
@@ -186,7 +190,7 @@ export class PendingRequests<Via = unknown> {
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const timeoutMs = options.timeoutMs;
     if (options.signal?.aborted) return (reject(cancelled(timeoutMs)), promise);
-    const pending: Pending = { request, promise, resolve, reject, onProgress: options.onProgress, slot: undefined, ended: false, timeoutMs };
+    const pending: Pending = { request, promise, resolve, reject, onProgress: options.onProgress, slot: undefined, ended: false, timeoutMs, filedAt: 0 };
     pending.slot = this.#deadlines.add(pending, timeoutMs);
     if (options.signal) {
       pending.signal = options.signal;
