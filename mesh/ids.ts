@@ -25,11 +25,13 @@ let counter = 0;
  * about a third of a microsecond, on the path of every message. Here the time and high random
  * characters are written once per millisecond. Tests check the output against `ulid`'s decoder.
  *
+ * `now` is the time (ms since the epoch) it is made at: an envelope's builder reads the clock
+ * once for its id and its timestamp (a clock read is about 28 ns here).
+ *
  * @example
  * const id = newMessageId(); // "01JD8X3M6Q6V5Q3J1Y0T1C2B3A"
  */
-export function newMessageId(): string {
-  const now = Date.now();
+export function newMessageId(now: number = Date.now()): string {
   if (now > lastMs) {
     lastMs = now;
     for (let i = 9, ms = now; i >= 0; i--, ms = Math.floor(ms / 32)) idBytes[i] = CODES[ms % 32]!;

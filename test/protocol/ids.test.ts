@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { decodeTime } from "ulid";
+import { createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
 import { isUlid, newMessageId, stableAgentId } from "../../mesh/ids.ts";
 
 describe("stableAgentId", () => {
@@ -61,6 +62,18 @@ describe("newMessageId", () => {
     expect(decodeTime(first)).toBe(Date.parse("2042-03-04T05:06:07.089Z"));
     setSystemTime(new Date("2042-03-04T05:06:00.000Z"));
     expect(newMessageId() > first).toBe(true);
+  });
+
+  test("made at a given time, an id carries that time, and an envelope's timestamp is its id's time", () => {
+    const at = Date.parse("2043-05-06T07:08:09.010Z");
+    expect(decodeTime(newMessageId(at))).toBe(at);
+    const earlier = newMessageId(at + 1);
+    expect(newMessageId(at) > earlier).toBe(true); // a time before the last id's: still in order
+    setSystemTime(new Date("2044-01-01T00:00:00.123Z"));
+    const request = createRequest("tester", { target_agent: "peer" }, {});
+    const reply = createReply(MessageType.RESPONSE, request, "peer", {});
+    for (const env of [request, reply]) expect(decodeTime(env.message_id)).toBe(env.timestamp);
+    expect(request.timestamp).toBe(Date.parse("2044-01-01T00:00:00.123Z"));
   });
 });
 
