@@ -190,6 +190,8 @@ const ENVELOPE_FIELDS = [
   "correlation_id", "context_id", "priority", "timestamp", "ttl", "headers", "payload", "attempt", "seq",
 ] as const;
 const MESSAGE_TYPE_BIT = 1 << 1, HEADERS_BIT = 1 << 13, PAYLOAD_BIT = 1 << 14;
+/** An ack's two keys, message_type and seq. */
+const ACK_FIELDS = MESSAGE_TYPE_BIT | (1 << 16);
 /** source_agent, target_agent, topic, capability, reply_to: names that repeat on a connection. */
 const NAME_FIELDS = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7);
 /** message_id, trace_id, correlation_id: ids that repeat within a frame. */
@@ -275,20 +277,21 @@ export function createEnvelopeCodec(): FrameCodec {
 
   /** The fast form's head for `value` (form, field set, fields), its length; -1 when it does not fit the form. */
   function writeHead(value: Record<string, unknown>): number {
-    const keys = Object.keys(value);
-    if (keys.length === 2 && keys[0] === "message_type" && value.message_type === "ack" && keys[1] === "seq") {
+    let fields = 0;
+    let field = 0;
+    // for-in, not Object.keys: the same keys in the same order for a plain object (encodeRange
+    // takes no other), without an array per frame.
+    for (const key in value) {
+      while (field < ENVELOPE_FIELDS.length && ENVELOPE_FIELDS[field] !== key) field++;
+      if (field === ENVELOPE_FIELDS.length) return -1; // unknown, or out of order
+      fields |= 1 << field++;
+    }
+    if (fields === ACK_FIELDS && value.message_type === "ack") {
       const seq = value.seq;
       if (!Number.isSafeInteger(seq) || (seq as number) < 0) return -1;
       headFields = 0;
       head[0] = Form.ACK;
       return writeUint(seq as number, 1);
-    }
-    let fields = 0;
-    let field = 0;
-    for (const key of keys) {
-      while (field < ENVELOPE_FIELDS.length && ENVELOPE_FIELDS[field] !== key) field++;
-      if (field === ENVELOPE_FIELDS.length) return -1; // unknown, or out of order
-      fields |= 1 << field++;
     }
     if ((fields & MESSAGE_TYPE_BIT) === 0) return -1; // a control frame, or not a frame at all
     headFields = fields;

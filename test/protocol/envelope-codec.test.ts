@@ -58,7 +58,7 @@ describe("hermes-envelope codec", () => {
     expect([...codec.encode({ message_type: "ack", seq: 7 })]).toEqual([2, 7]);
     expect(codec.encode({ message_type: "ack", seq: 300 }).length).toBe(4);
     const request = createRequest("cli", { target_agent: "echo" }, {});
-    for (const other of [{ message_type: "ping", nonce: 1 }, { ...request, extra: 1 }, { payload: {}, ...Object.fromEntries(Object.entries(request).filter(([key]) => key !== "payload")) }, { ...request, target_agent: "x".repeat(256) }, { ...request, ttl: "60000" }, { ...request, target_agent: undefined }]) {
+    for (const other of [{ message_type: "ping", nonce: 1 }, { seq: 7, message_type: "ack" }, { message_type: "ack", seq: 7, extra: 1 }, { ...request, extra: 1 }, { payload: {}, ...Object.fromEntries(Object.entries(request).filter(([key]) => key !== "payload")) }, { ...request, target_agent: "x".repeat(256) }, { ...request, ttl: "60000" }, { ...request, target_agent: undefined }]) {
       expect(codec.encode(other)[0]).toBe(0);
     }
   });
