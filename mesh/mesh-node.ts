@@ -167,19 +167,14 @@ export class MeshNode {
   /** Sends a request along a route and resolves with the response envelope; rejects with the coded error (8 unroutable, 3 deadline, 10 attempts exhausted, or the handler's). */
   request(route: Route, payload: Payload, options: RequestOptions = NO_OPTIONS): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.address, route, payload, options);
-    return this.#sendRequest(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress }, true);
+    return this.requestEnvelope(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
   }
 
   /** Sends a request envelope built elsewhere (the gateway forwards what HTTP clients send, ids and trace intact) along its own route and waits for the answer here (`reply_to` must be this node's address). */
   requestEnvelope(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">): Promise<Envelope> {
-    return this.#sendRequest(request, options, false);
-  }
-
-  /** `freshId`: the request was just built here, so its id cannot be waited for already. */
-  #sendRequest(request: Envelope, options: Pick<RequestOptions, "timeoutMs" | "signal" | "onProgress">, freshId: boolean): Promise<Envelope> {
     const timeoutMs = options.timeoutMs ?? request.ttl;
     const waiting = this.#pending.size;
-    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress }, freshId);
+    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     // Nothing goes out for a wait given up already (code 3), or joined to the same request's wait
     // (a client's retry): that one is on its way, and another instance must not handle it too.
     if (this.#pending.size === waiting) return answer;

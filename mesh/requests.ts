@@ -181,15 +181,11 @@ export class PendingRequests<Via = unknown> {
   /** Requests waiting. */
   get size(): number { return this.#pending.size; }
 
-  /**
-   * Starts waiting for the answer to `request`; resolves with the response envelope or rejects
-   * with the coded error. `freshId`: the request's id was just made here, so it cannot be
-   * waiting already (one lookup less a request).
-   */
-  wait(request: Envelope, options: WaitOptions, freshId = false): Promise<Envelope> {
+  /** Starts waiting for the answer to `request`; resolves with the response envelope or rejects with the coded error. */
+  wait(request: Envelope, options: WaitOptions): Promise<Envelope> {
     const id = request.message_id;
     // The same id again (a client retrying through the gateway) waits for the same answer.
-    const waiting = freshId ? undefined : this.#pending.get(id);
+    const waiting = this.#pending.get(id);
     if (waiting) return joined(waiting.promise, waiting, options);
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const timeoutMs = options.timeoutMs;
@@ -541,7 +537,7 @@ export class RequestChannel<L extends MeshLink = MeshLink> {
   /** Sends a request and resolves with the response envelope; rejects with the coded error. */
   request(route: Route, payload: Payload, options: RequestOptions = {}): Promise<Envelope> {
     const { request, timeoutMs } = newRequest(this.node, route, payload, options);
-    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress }, true);
+    const answer = this.#pending.wait(request, { timeoutMs, signal: options.signal, onProgress: options.onProgress });
     if (options.signal?.aborted) return answer; // given up already (code 3): nothing goes out
     try {
       this.connection.send(request);
