@@ -56,8 +56,8 @@ describe("layers", () => {
     expect(cycles).toEqual([]);
   });
 
-  test("mesh/ is a couple of dozen concepts (29 at most), none over about 550 lines", () => {
-    expect(mesh.length).toBeLessThanOrEqual(29);
+  test("mesh/ is a couple of dozen concepts (30 at most), none over about 550 lines", () => {
+    expect(mesh.length).toBeLessThanOrEqual(30);
     const long = mesh.map((file) => [file, readFileSync(join(ROOT, file), "utf8").split("\n").length] as const).filter(([, lines]) => lines > 560);
     expect(long).toEqual([]);
   });

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createReply, createRequest, MessageType } from "../../mesh/envelope.ts";
 import { ErrorCode, HermesError } from "../../mesh/errors.ts";
-import { PendingRequests } from "../../mesh/requests.ts";
+import { PendingRequests } from "../../mesh/pending-requests.ts";
 import { MAX_TIMER_MS, recordTimerDelays } from "../helpers.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -104,7 +104,7 @@ describe("request deadlines behind one timer", () => {
   test("the deadline timer keeps no process alive once nothing waits", async () => {
     // A script that answers one request with a 60 s timeout and then has nothing to do must exit now.
     const script = `
-      import { PendingRequests } from ${JSON.stringify(join(ROOT, "mesh/requests.ts"))};
+      import { PendingRequests } from ${JSON.stringify(join(ROOT, "mesh/pending-requests.ts"))};
       import { createReply, createRequest, MessageType } from ${JSON.stringify(join(ROOT, "mesh/envelope.ts"))};
       const pending = new PendingRequests();
       for (let i = 0; i < 3; i++) {
