@@ -380,16 +380,24 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
   // connection, and comparing a few bytes costs less than a new string (bench/loopback.ts: 0.3 us a round trip).
   const names: string[] = new Array(ENVELOPE_FIELDS.length).fill(""), nameBytes = new Uint8Array(32 * ENVELOPE_FIELDS.length);
 
+  /** The length of the fixstr at `at` when it lies whole in the body (0 to 31 bytes), else -1. */
+  function fixstrLength(): number {
+    const length = (at < stop ? source![at]! : 0) - 0xa0;
+    return length >= 0 && length <= 31 && at + 1 + length <= stop ? length : -1;
+  }
+
+  /** True when the fixstr at `at`, of `length` bytes, holds the same text as `bytes[from..from + length)`. */
+  function sameText(bytes: Uint8Array, from: number, length: number): boolean {
+    let i = 0;
+    while (i < length && bytes[from + i] === source![at + 1 + i]) i++;
+    return i === length;
+  }
+
   function readName(bit: number): unknown {
-    const token = at < stop ? source![at]! : 0;
-    const length = token - 0xa0;
-    if (length < 0 || length > 31 || at + 1 + length > stop) return readScalar();
+    const length = fixstrLength();
+    if (length < 0) return readScalar();
     const kept = bit * 32;
-    if (names[bit]!.length === length && nameBytes[kept + 31] === length) {
-      let i = 0;
-      while (i < length && nameBytes[kept + i] === source![at + 1 + i]) i++;
-      if (i === length) return (at += 1 + length), names[bit];
-    }
+    if (names[bit]!.length === length && nameBytes[kept + 31] === length && sameText(nameBytes, kept, length)) return (at += 1 + length), names[bit];
     const value = readString(length, 1);
     for (let i = 0; i < length; i++) nameBytes[kept + i] = source![at - length + i]!;
     return (nameBytes[kept + 31] = length), (names[bit] = value);
@@ -402,14 +410,9 @@ function envelopeReader(): (bytes: Uint8Array, start?: number, end?: number) => 
 
   /** message_id, trace_id or correlation_id: the id read before in this frame when the bytes match. */
   function readId(): unknown {
-    const token = at < stop ? source![at]! : 0;
-    const length = token - 0xa0;
-    if (length < 0 || length > 31 || at + 1 + length > stop) return readScalar();
-    if (length === idLength && idAt >= 0) {
-      let i = 0;
-      while (i < length && source![idAt + i] === source![at + 1 + i]) i++;
-      if (i === length) return (at += 1 + length), idValue;
-    }
+    const length = fixstrLength();
+    if (length < 0) return readScalar();
+    if (idAt >= 0 && length === idLength && sameText(source!, idAt, length)) return (at += 1 + length), idValue;
     idAt = at + 1;
     idLength = length;
     return (idValue = readString(length, 1));

@@ -71,10 +71,11 @@ interface DeadlineSlot {
 /**
  * The deadlines of waiting requests, in slots of 10 ms, behind one timer set for the earliest
  * slot that holds somebody: each request is only pushed onto its slot's list (a timer per
- * request cost more than the rest of a round trip's bookkeeping, and a set of ids per slot
- * 0.3 us a request in hashing). A request that ends is only counted out; its slot forgets its
- * list when nobody in it waits any more, and compacts it when most have ended, so a slot holds
- * at most about twice the requests still waiting in it. The timer is unref'd while nobody waits.
+ * request cost more than the rest of a round trip's bookkeeping, and a set of ids per slot about
+ * 0.1 us a request in a scratch loop). A request that ends is only counted out; its slot forgets
+ * its list when nobody in it waits any more, and compacts it when fewer than a quarter still
+ * wait, so a slot holds at most about four times the requests still waiting in it (or 64). The
+ * timer is unref'd while nobody waits.
  */
 class DeadlineBuckets {
   #slots = new Map<number, DeadlineSlot>();
@@ -89,10 +90,8 @@ class DeadlineBuckets {
     this.#expire = expire;
   }
 
-  /** Files `pending` under the slot at or after now + timeoutMs; returns the slot. */
-  add(pending: Pending, timeoutMs: number): DeadlineSlot {
-    // The monotonic clock: a wall clock stepped back (NTP, a resumed VM) must not delay timeouts.
-    const now = performance.now();
+  /** Files `pending` under the slot at or after `now` (performance.now()) + timeoutMs; returns the slot. */
+  add(pending: Pending, timeoutMs: number, now: number): DeadlineSlot {
     const at = Math.ceil((now + timeoutMs) / DEADLINE_GRAIN_MS) * DEADLINE_GRAIN_MS;
     let slot = this.#newest;
     if (slot === undefined || slot.at !== at) {
@@ -100,7 +99,6 @@ class DeadlineBuckets {
       if (!slot) this.#slots.set(at, (slot = { at, filed: [], live: 0 }));
       this.#newest = slot;
     }
-    pending.filedAt = now;
     slot.filed.push(pending);
     slot.live++;
     if (this.#waiting++ === 0) this.#timer?.ref?.();
@@ -108,7 +106,7 @@ class DeadlineBuckets {
     return slot;
   }
 
-  /** `pending`, filed under `slot`, no longer waits (the caller has marked it ended). */
+  /** A request filed under `slot` no longer waits (the caller has marked it ended). */
   remove(slot: DeadlineSlot): void {
     if (--slot.live === 0) {
       if (slot === this.#newest) slot.filed.length = 0;
@@ -196,8 +194,10 @@ export class PendingRequests<Via = unknown> {
     const { promise, resolve, reject } = Promise.withResolvers<Envelope>();
     const timeoutMs = options.timeoutMs;
     if (options.signal?.aborted) return (reject(cancelled(timeoutMs)), promise);
-    const pending: Pending = { request, promise, resolve, reject, onProgress: options.onProgress, slot: undefined, ended: false, timeoutMs, filedAt: 0 };
-    pending.slot = this.#deadlines.add(pending, timeoutMs);
+    // The monotonic clock: a wall clock stepped back (NTP, a resumed VM) must not delay timeouts.
+    const now = performance.now();
+    const pending: Pending = { request, promise, resolve, reject, onProgress: options.onProgress, slot: undefined, ended: false, timeoutMs, filedAt: now };
+    pending.slot = this.#deadlines.add(pending, timeoutMs, now);
     if (options.signal) {
       pending.signal = options.signal;
       pending.onAbort = () => this.giveUp(id, cancelled(timeoutMs));
